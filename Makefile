@@ -1,0 +1,46 @@
+# Two commands for a newcomer:  `make lab` opens the course, `make test` runs every test.
+# Both create .venv on first use (plain python3 -m venv) and reuse it afterwards.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# The CPU wheel of torch is installed first and pinned, so pip never resolves a CUDA build.
+TORCH  ?= torch==2.13.0
+
+.PHONY: lab test lint format classroom bench clean-venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)" numpy
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m widgets.setup_lab
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(PY) -m jupyterlab --notebook-dir=lessons lessons/README.md
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m tests.browser_setup
+	$(PY) -m pytest
+
+# Present a lesson or an explorer full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
+NB ?= lessons/demo_explorers.ipynb
+classroom: $(STAMP)
+	$(PY) -m widgets.classroom $(NB)
+
+bench: $(STAMP)
+	$(PY) benchmarks/kernel_update.py
+	$(PY) benchmarks/browser_latency.py
+
+format: $(STAMP)
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,375 @@
+"""The Transformer: feed-forward, encoder and decoder layers (post-LN or pre-LN), the stacks,
+and a small encoder-decoder model over token ids.
+
+    post-LN (the 2017 paper):  x = LN(x + Sublayer(x))
+    pre-LN (most modern code): x = x + Sublayer(LN(x))
+
+Every sub-layer keeps the shape (B, T, M), which is what makes the residual sums possible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ._checks import check_positive_int, shape_str
+from .masks import causal_mask
+from .multihead import MultiHeadAttention, MultiHeadResult, split_heads
+from .positional import sinusoidal_positional_encoding
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP, the same at every position: max(0, x W_1 + b_1) W_2 + b_2."""
+
+    def __init__(self, d_model: int, d_ff: int | None = None, dropout: float = 0.0) -> None:
+        super().__init__()
+        d_ff = 4 * d_model if d_ff is None else check_positive_int("d_ff", d_ff)
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(B, T, M) -> (B, T, M)."""
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, M)
+
+
+@dataclass(frozen=True)
+class EncoderLayerResult:
+    self_attn: MultiHeadResult
+    output: Tensor  # (B, T, M)
+
+
+@dataclass(frozen=True)
+class DecoderLayerResult:
+    self_attn: MultiHeadResult  # its k, v are the key/value cache for the next step
+    cross_attn: MultiHeadResult
+    output: Tensor  # (B, T, M)
+
+
+class _Block(nn.Module):
+    """What encoder and decoder layers share: sizes, norm placement, dropout."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms) -> None:
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model, eps=eps) for _ in range(n_norms))
+        self.dropout = nn.Dropout(dropout)
+
+    def _residual(self, x: Tensor, i: int, sublayer) -> tuple[Tensor, object]:
+        """Apply sublayer i with its residual and LayerNorm; return (new x, sublayer result)."""
+        norm = self.norms[i]
+        out = sublayer(norm(x) if self.norm_first else x)
+        y = out.output if isinstance(out, MultiHeadResult) else out
+        x = x + self.dropout(y)
+        return (x if self.norm_first else norm(x)), out
+
+    @torch.no_grad()
+    def _load_common(self, layer: nn.Module, attn_names: list[str]) -> None:
+        if layer.norm_first != self.norm_first:
+            raise ValueError(
+                f"layer: expected norm_first={self.norm_first}, got {layer.norm_first}"
+            )
+        act = layer.activation
+        if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU)):
+            raise ValueError("layer: expected a ReLU activation (activation='relu')")
+        for ours, theirs in zip(self._attention_modules(), attn_names, strict=True):
+            ours.load_torch_weights(getattr(layer, theirs))
+        for ours, theirs in ((self.ffn.linear1, layer.linear1), (self.ffn.linear2, layer.linear2)):
+            ours.load_state_dict(theirs.state_dict())
+        for i, norm in enumerate(self.norms):
+            norm.load_state_dict(getattr(layer, f"norm{i + 1}").state_dict())
+
+
+class EncoderLayer(_Block):
+    """Self-attention then feed-forward, each wrapped in a residual and a LayerNorm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm_first: bool = False,
+        dropout: float = 0.0,
+        eps: float = 1e-5,
+    ) -> None:
+        super().__init__(d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms=2)
+
+    def _attention_modules(self):
+        return [self.self_attn]
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> EncoderLayerResult:
+        """x (B, T, M), mask broadcastable to (B, T, T) (True = may attend) -> (B, T, M)."""
+        x, attn = self._residual(x, 0, lambda h: self.self_attn(h, mask=mask))
+        x, _ = self._residual(x, 1, self.ffn)
+        return EncoderLayerResult(self_attn=attn, output=x)
+
+    def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
+        """Copy the weights of a torch.nn.TransformerEncoderLayer (ReLU, same sizes)."""
+        self._load_common(layer, ["self_attn"])
+        return self
+
+
+class DecoderLayer(_Block):
+    """Masked self-attention, cross-attention to the encoder's output, then feed-forward."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm_first: bool = False,
+        dropout: float = 0.0,
+        eps: float = 1e-5,
+    ) -> None:
+        super().__init__(d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms=3)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads)
+
+    def _attention_modules(self):
+        return [self.self_attn, self.cross_attn]
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        *,
+        past_kv: tuple[Tensor, Tensor] | None = None,
+        memory_kv: tuple[Tensor, Tensor] | None = None,
+    ) -> DecoderLayerResult:
+        """x (B, T, M), memory (B, S, M) -> (B, T, M).
+
+        self_mask broadcasts to (B, T, T) (usually causal and padding), memory_mask to
+        (B, T, S). For step-by-step decoding pass the previous step's self-attention k, v as
+        past_kv and its cross-attention k, v as memory_kv (memory is then not re-projected).
+        """
+
+        def cross(h: Tensor) -> MultiHeadResult:
+            if memory_kv is None:
+                return self.cross_attn(h, memory, memory, memory_mask)
+            q = split_heads(self.cross_attn.q_proj(h), self.cross_attn.n_heads)  # (B, H, T, D)
+            return self.cross_attn.attend(q, *memory_kv, memory_mask)
+
+        x, sa = self._residual(x, 0, lambda h: self.self_attn(h, mask=self_mask, past_kv=past_kv))
+        x, ca = self._residual(x, 1, cross)
+        x, _ = self._residual(x, 2, self.ffn)
+        return DecoderLayerResult(self_attn=sa, cross_attn=ca, output=x)
+
+    def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """Copy the weights of a torch.nn.TransformerDecoderLayer (ReLU, same sizes)."""
+        self._load_common(layer, ["self_attn", "multihead_attn"])
+        return self
+
+
+@dataclass(frozen=True)
+class EncoderResult:
+    layers: tuple[EncoderLayerResult, ...]
+    output: Tensor  # (B, S, M)
+
+
+@dataclass(frozen=True)
+class DecoderResult:
+    layers: tuple[DecoderLayerResult, ...]
+    output: Tensor  # (B, T, M)
+
+    @property
+    def cache(self) -> tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...]:
+        """Per layer (self k, self v, cross k, cross v), each (B, H, T or S, D): the next step's
+        key/value cache."""
+        return tuple(
+            (r.self_attn.k, r.self_attn.v, r.cross_attn.k, r.cross_attn.v) for r in self.layers
+        )
+
+
+class Encoder(nn.Module):
+    """A stack of encoder layers; pre-LN stacks end with one more LayerNorm."""
+
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm_first: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        check_positive_int("n_layers", n_layers)
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> EncoderResult:
+        results = []
+        for layer in self.layers:
+            results.append(layer(x, mask))
+            x = results[-1].output
+        return EncoderResult(layers=tuple(results), output=self.norm(x))
+
+
+class Decoder(nn.Module):
+    """A stack of decoder layers; pre-LN stacks end with one more LayerNorm."""
+
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm_first: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        check_positive_int("n_layers", n_layers)
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        *,
+        cache: tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...] | None = None,
+    ) -> DecoderResult:
+        """With `cache` (a previous DecoderResult.cache) x holds only the new positions."""
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache: expected {len(self.layers)} layers, got {len(cache)}")
+        results = []
+        for i, layer in enumerate(self.layers):
+            past = None if cache is None else (cache[i][0], cache[i][1])
+            mem_kv = None if cache is None else (cache[i][2], cache[i][3])
+            results.append(layer(x, memory, self_mask, memory_mask, past_kv=past, memory_kv=mem_kv))
+            x = results[-1].output
+        return DecoderResult(layers=tuple(results), output=self.norm(x))
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Sizes of the encoder-decoder model; the defaults train on toy tasks in seconds."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    d_ff: int | None = None  # None means 4 * d_model
+    norm_first: bool = False
+    dropout: float = 0.0
+    max_len: int = 64
+    pad_id: int = 0
+    tie_output: bool = False  # share the target embedding with the output projection
+
+
+@dataclass(frozen=True)
+class TransformerResult:
+    logits: Tensor  # (B, T, tgt_vocab_size)
+    encoder: EncoderResult
+    decoder: DecoderResult
+
+
+class Transformer(nn.Module):
+    """A small encoder-decoder Transformer over token ids, returning every attention map."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        check_positive_int("max_len", c.max_len)
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        kw = dict(norm_first=c.norm_first, dropout=c.dropout)
+        self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, **kw)
+        self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, **kw)
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        if c.tie_output:
+            self.generator.weight = self.tgt_embed.weight
+        pe = sinusoidal_positional_encoding(c.max_len, c.d_model)
+        self.register_buffer("pe", pe, persistent=False)  # (max_len, M)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def _embed(self, tokens: Tensor, table: nn.Embedding, name: str, offset: int = 0) -> Tensor:
+        """Token ids (B, T) -> embeddings * sqrt(M) + positional encoding, (B, T, M)."""
+        if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+            if isinstance(tokens, Tensor):
+                got = f"{tokens.dtype} of shape {shape_str(tokens.shape)}"
+            else:
+                got = type(tokens).__name__
+            raise TypeError(f"{name}: expected token ids, a torch.long tensor (B, T), got {got}")
+        if tokens.shape[1] == 0:
+            raise ValueError(f"{name}: expected at least one token, got shape (B, 0)")
+        if offset + tokens.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"{name}: length {offset + tokens.shape[1]} exceeds max_len={self.config.max_len}"
+            )
+        if bool((tokens < 0).any()) or bool((tokens >= table.num_embeddings).any()):
+            raise ValueError(f"{name}: token ids must lie in [0, {table.num_embeddings})")
+        x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, M)
+        return self.dropout(x + self.pe[offset : offset + tokens.shape[1]])
+
+    def src_mask(self, src: Tensor) -> Tensor:
+        """(B, S) ids -> (B, 1, S): every query may attend to the non-padding source tokens."""
+        return (src != self.config.pad_id).unsqueeze(1)
+
+    def tgt_mask(self, tgt: Tensor) -> Tensor:
+        """(B, T) ids -> (B, T, T): causal and not padding."""
+        causal = causal_mask(tgt.shape[1], device=tgt.device)  # (T, T)
+        return causal & (tgt != self.config.pad_id).unsqueeze(1)  # (B, T, T)
+
+    def encode(self, src: Tensor) -> EncoderResult:
+        """(B, S) source ids -> encoder result with memory (B, S, M)."""
+        return self.encoder(self._embed(src, self.src_embed, "src"), self.src_mask(src))
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        *,
+        cache: tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...] | None = None,
+    ) -> tuple[Tensor, DecoderResult]:
+        """(B, T) target ids (only the new ones when `cache` is given) -> (logits, result)."""
+        past = 0 if cache is None else cache[0][0].shape[2]
+        x = self._embed(tgt, self.tgt_embed, "tgt", offset=past)
+        if cache is None:
+            self_mask = self.tgt_mask(tgt)
+        else:
+            total = past + tgt.shape[1]
+            self_mask = causal_mask(tgt.shape[1], total, offset=past, device=tgt.device)
+        result = self.decoder(x, memory, self_mask, src_mask, cache=cache)
+        return self.generator(result.output), result
+
+    def forward(self, src: Tensor, tgt: Tensor) -> TransformerResult:
+        """Teacher forcing: src (B, S), tgt (B, T) shifted right -> logits (B, T, V)."""
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"tgt: batch {tgt.shape[0]} differs from src's batch {src.shape[0]}")
+        enc = self.encode(src)
+        logits, dec = self.decode(tgt, enc.output, self.src_mask(src))
+        return TransformerResult(logits=logits, encoder=enc, decoder=dec)
+
+
+def count_parameters(module: nn.Module, *, weights_only: bool = False) -> int:
+    """Number of trainable parameters; weights_only keeps matrices (no biases, no norms)."""
+    params = {id(p): p for p in module.parameters() if p.requires_grad}.values()
+    return sum(p.numel() for p in params if not weights_only or p.dim() >= 2)
+
+
+def parameter_formula(d_model: int) -> dict[str, int]:
+    """The weight counts of the textbook layers (biases and LayerNorm ignored), with 4x FFN."""
+    m2 = d_model * d_model
+    return {"mha": 4 * m2, "ffn": 8 * m2, "encoder_layer": 12 * m2, "decoder_layer": 16 * m2}

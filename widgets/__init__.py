@@ -1,0 +1,1 @@
+"""Live attention explorers (ipywidgets + anywidget) over the `attention` core."""
