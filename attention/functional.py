@@ -37,10 +37,14 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
         if mask.dtype != torch.bool:
             raise TypeError(f"mask: expected torch.bool (True = may attend), got {mask.dtype}")
         scores = scores.masked_fill(~mask, float("-inf"))
-    empty = torch.isneginf(scores).all(dim=dim, keepdim=True)
+    return _softmax_or_zero(scores, torch.isneginf(scores).all(dim=dim, keepdim=True), dim)
+
+
+def _softmax_or_zero(scores: Tensor, empty: Tensor, dim: int = -1) -> Tensor:
     # Softmax of an all -inf row is 0/0; give such rows harmless zeros, then zero the result.
-    safe = scores.masked_fill(empty, 0.0)
-    return torch.softmax(safe, dim=dim).masked_fill(empty, 0.0)
+    if not bool(empty.any()):
+        return torch.softmax(scores, dim=dim)
+    return torch.softmax(scores.masked_fill(empty, 0.0), dim=dim).masked_fill(empty, 0.0)
 
 
 def scaled_dot_product_attention(
@@ -102,6 +106,6 @@ def scaled_dot_product_attention(
         mask = mask.to(query.device)
         scores = scores.masked_fill(~mask, float("-inf"))
         fully_masked = torch.isneginf(scores).all(dim=-1)  # (..., Tq)
-    weights = masked_softmax(scores)  # (..., Tq, Tk)
+    weights = _softmax_or_zero(scores, fully_masked.unsqueeze(-1))  # (..., Tq, Tk)
     output = weights @ value  # (..., Tq, Dv)
     return AttentionResult(scores=scores, weights=weights, output=output, fully_masked=fully_masked)

@@ -1,0 +1,267 @@
+"""The browser heatmap component (kernel side) and its matplotlib/CSV export."""
+
+from __future__ import annotations
+
+import csv
+import math
+import xml.etree.ElementTree as ET
+
+import matplotlib as mpl
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+import torch
+from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
+
+from widgets._common import FULLY_MASKED_FACE, MASKED_HATCH, css
+from widgets.export import CSV_HEADER, export_heatmap, heatmap_figure, heatmap_rows
+from widgets.heatmap import Heatmap, TokenLines, color_limits
+
+NEG_INF = float("-inf")
+
+
+def wire_state(widget) -> dict:
+    """The widget's state as the browser receives it: JSON plus binary buffers put back."""
+    state, paths, buffers = _remove_buffers(widget.get_state())
+    blobs = [bytes(b) for b in buffers]
+    _put_buffers(state, paths, blobs)
+    return state
+
+
+def decode(entry: dict) -> np.ndarray:
+    dtype = np.float32 if entry["dtype"] == "float32" else np.uint8
+    return np.frombuffer(entry["buffer"], dtype=dtype).reshape(entry["shape"])
+
+
+# --- data in, data out ------------------------------------------------------------------------
+
+
+def test_set_data_keeps_values_masks_and_labels():
+    values = torch.tensor([[0.5, NEG_INF, 0.1], [NEG_INF, NEG_INF, NEG_INF]])
+    mask = torch.isneginf(values)
+    hm = Heatmap()
+    hm.set_data(values, mask, row_labels=["a", "b"], col_labels=["x", "y", "z"])
+    assert hm.values.shape == (1, 2, 3) and hm.values.dtype == np.float32
+    np.testing.assert_array_equal(hm.matrix, values.numpy())
+    np.testing.assert_array_equal(hm.masked[0], mask.numpy())
+    # the row with every key masked is reported as fully masked without being told
+    np.testing.assert_array_equal(hm.fully_masked, [[False, True]])
+    assert (hm.row_labels, hm.col_labels) == (["a", "b"], ["x", "y", "z"])
+    assert css("heatmap") in hm._dom_classes
+
+
+def test_minus_inf_and_nan_survive_the_wire():
+    values = np.array([[[1.0, -np.inf], [np.nan, 0.25]]], dtype=np.float32)
+    hm = Heatmap(values, title="t")
+    state = wire_state(hm)
+    got = decode(state["values"])
+    assert got[0, 0, 1] == -np.inf and math.isnan(got[0, 1, 0])
+    np.testing.assert_array_equal(got[0, 0], values[0, 0])
+    assert state["values"]["shape"] == [1, 2, 2] and state["title"] == "t"
+
+
+def test_masks_travel_as_bytes_and_broadcast():
+    hm = Heatmap()
+    hm.set_data(np.zeros((3, 2, 4)), masked=np.array([True, False, False, True]))
+    state = wire_state(hm)
+    masked = decode(state["masked"])
+    assert masked.shape == (3, 2, 4) and masked.dtype == np.uint8
+    np.testing.assert_array_equal(masked[2, 1], [1, 0, 0, 1])
+    np.testing.assert_array_equal(decode(state["fully_masked"]), np.zeros((3, 2)))
+
+
+def test_one_update_is_one_message(monkeypatch):
+    hm = Heatmap(np.zeros((2, 2)))
+    sent = []  # what ipywidgets hands to the kernel comm
+    monkeypatch.setattr(hm, "_send", lambda msg, buffers=None: sent.append((msg, buffers)))
+    hm.set_data(np.eye(3), np.eye(3, dtype=bool), row_labels="abc", title="new", vmax=2.0)
+    assert len(sent) == 1
+    data, buffers = sent[0]
+    assert data["method"] == "update"
+    assert {"values", "masked", "fully_masked", "row_labels", "title", "limits"} <= set(
+        data["state"]
+    )
+    assert len(buffers) == 3  # values, masked, fully_masked as binary frames
+
+
+def test_explicit_fully_masked_rows():
+    hm = Heatmap()
+    hm.set_data(np.ones((2, 3, 3)), fully_masked=[False, True, False])
+    np.testing.assert_array_equal(hm.fully_masked, [[False, True, False]] * 2)
+
+
+def test_labels_are_kept_only_while_they_fit():
+    hm = Heatmap()
+    hm.set_data(np.zeros((2, 2)), row_labels=["a", "b"], col_labels=["x", "y"])
+    hm.set_data(np.ones((2, 2)))
+    assert hm.row_labels == ["a", "b"]
+    hm.set_data(np.ones((3, 2)))
+    assert hm.row_labels == [] and hm.col_labels == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"values": np.zeros(3)}, r"values: expected a non-empty \(R, C\) or \(P, R, C\)"),
+        ({"values": np.zeros((0, 2))}, "values: expected a non-empty"),
+        ({"values": np.zeros((2, 3)), "masked": np.zeros((2, 2), bool)}, "masked: shape"),
+        ({"values": np.zeros((2, 3)), "fully_masked": np.zeros(3, bool)}, "fully_masked: shape"),
+        ({"values": np.zeros((2, 3)), "row_labels": ["a"]}, "row_labels: expected 2 labels"),
+        ({"values": np.zeros((2, 3)), "panel_titles": ["a", "b"]}, "panel_titles: expected 1"),
+        ({"values": np.zeros((2, 3)), "nonsense": 1}, "unknown trait 'nonsense'"),
+    ],
+)
+def test_set_data_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Heatmap().set_data(**kwargs)
+
+
+def test_matrix_of_small_multiples_is_an_error():
+    with pytest.raises(ValueError, match="matrix: this heatmap has 2 panels"):
+        _ = Heatmap(np.zeros((2, 3, 3))).matrix
+    with pytest.raises(ValueError, match="matrix: no data yet"):
+        _ = Heatmap().matrix
+
+
+# --- colour limits ----------------------------------------------------------------------------
+
+
+def test_limits_ignore_masked_and_non_finite_cells():
+    values = np.array([[-5.0, 1.0], [3.0, -np.inf]], dtype=np.float32)
+    masked = np.array([[True, False], [False, True]])
+    assert color_limits(values, masked) == (1.0, 3.0)
+    hm = Heatmap()
+    hm.set_data(values, masked)
+    assert hm.limits == [1.0, 3.0]
+
+
+def test_limits_fixed_symmetric_and_degenerate():
+    values = np.array([[-1.0, 4.0]], dtype=np.float32)
+    assert color_limits(values, vmin=0.0, vmax=1.0) == (0.0, 1.0)
+    assert color_limits(values, symmetric=True) == (-4.0, 4.0)
+    assert color_limits(np.full((2, 2), 3.0)) == (2.5, 3.5)
+    assert color_limits(values, vmin=5.0) == (5.0, 6.0)
+    assert color_limits(values, vmax=-2.0) == (-3.0, -2.0)
+    assert color_limits(np.full((2, 2), -np.inf)) == (0.0, 1.0)
+    hm = Heatmap(values, vmin=0.0)
+    assert hm.limits == [0.0, 4.0]
+    hm.vmax = 10.0
+    assert hm.limits == [0.0, 10.0]
+    hm.symmetric, hm.vmin, hm.vmax = True, None, None
+    assert hm.limits == [-4.0, 4.0]
+
+
+# --- clicks -----------------------------------------------------------------------------------
+
+
+def test_click_message_from_the_browser_reaches_the_handler():
+    hm = Heatmap(np.zeros((2, 3, 4)))
+    assert not hm.clickable
+    clicks = []
+    hm.on_click(lambda row, col, panel: clicks.append((row, col, panel)))
+    assert hm.clickable
+    # exactly what the front end's model.send({...}) arrives as in the kernel
+    content = {"event": "click", "panel": 1, "row": 2, "col": 3}
+    hm._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+    hm.click(0, 1)
+    assert clicks == [(2, 3, 1), (0, 1, 0)]
+    with pytest.raises(ValueError, match=r"click: cell \(0, 3, 0\) outside"):
+        hm.click(3, 0)
+
+
+def test_click_handler_can_be_removed():
+    hm = Heatmap(np.zeros((2, 2)))
+    clicks = []
+
+    def handler(row, col, panel):
+        clicks.append(row)
+
+    hm.on_click(handler)
+    hm.on_click(handler, remove=True)
+    hm.click(1, 1)
+    assert clicks == [] and not hm.clickable
+
+
+# --- token lines ------------------------------------------------------------------------------
+
+
+def test_token_lines_data_and_selection():
+    w = torch.softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0)), -1)
+    tl = TokenLines(w, ["a", "b", "c"], ["w", "x", "y", "z"], selected=2)
+    np.testing.assert_array_equal(decode(wire_state(tl)["weights"]), w.numpy())
+    assert tl.key_tokens == ["w", "x", "y", "z"] and tl.selected == 2
+    tl.set_data(w[:2, :2], ["p", "q"])
+    assert tl.selected == -1  # out of range after the shrink
+    assert tl.key_tokens == ["p", "q"]  # square weights: keys default to the queries
+    with pytest.raises(ValueError, match="key_tokens: expected 2 labels, got 3"):
+        tl.set_data(w[:2, :2], ["p", "q"], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"weights: expected a non-empty \(Tq, Tk\)"):
+        tl.set_data(w[0], ["p"])
+
+
+# --- export -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def masked_heatmap() -> Heatmap:
+    values = np.array(
+        [[0.0, 1.0, -np.inf], [0.5, 0.25, -np.inf], [-np.inf, -np.inf, -np.inf]], np.float32
+    )
+    hm = Heatmap(title="exported", colormap="viridis", vmin=0.0, vmax=1.0)
+    hm.set_data(
+        values, np.isinf(values), row_labels=["q0", "q1", "q2"], col_labels=["k0", "k1", "k2"]
+    )
+    return hm
+
+
+def test_csv_holds_every_cell_exactly(masked_heatmap, tmp_path):
+    paths = export_heatmap(masked_heatmap, tmp_path, "w", formats=("csv",))
+    assert paths == [tmp_path / "w.csv"]
+    with paths[0].open() as fh:
+        rows = list(csv.reader(fh))
+    assert tuple(rows[0]) == CSV_HEADER
+    assert len(rows) == 1 + 9
+    got = np.array([np.float32(float(r[6])) for r in rows[1:]]).reshape(3, 3)
+    np.testing.assert_array_equal(got, masked_heatmap.matrix)
+    assert rows[3][3:8] == ["q0", "2", "k2", "-inf", "1"]  # row 0, col 2: masked
+    assert [r[8] for r in rows[1:]] == ["0"] * 6 + ["1"] * 3  # the last row attends to nothing
+    assert heatmap_rows(masked_heatmap)[1][6] == 1.0
+
+
+def test_figure_draws_the_same_numbers(masked_heatmap):
+    fig = heatmap_figure(masked_heatmap)
+    image = fig.axes[0].images[0]
+    drawn = np.ma.filled(image.get_array(), np.nan)
+    expected = np.where(np.isinf(masked_heatmap.matrix), np.nan, masked_heatmap.matrix)
+    np.testing.assert_array_equal(drawn, expected)
+    assert image.get_clim() == (0.0, 1.0) and image.get_cmap().name.startswith("viridis")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["q0", "q1", "q2"]
+
+
+def _has_colour(pixels: np.ndarray, rgb: tuple[float, float, float]) -> bool:
+    return bool((np.abs(pixels[..., :3] - np.array(rgb)) < 1.5 / 255).all(axis=-1).any())
+
+
+def test_png_shows_colormap_hatching_and_grey_rows(masked_heatmap, tmp_path):
+    (png,) = export_heatmap(masked_heatmap, tmp_path, "w", formats=("png",))
+    pixels = mpimg.imread(png)
+    viridis = mpl.colormaps["viridis"]
+    for value in (0.0, 1.0, 0.5):
+        assert _has_colour(pixels, viridis(value)[:3]), value
+    assert _has_colour(pixels, mpl.colors.to_rgb(FULLY_MASKED_FACE))
+    assert _has_colour(pixels, mpl.colors.to_rgb(MASKED_HATCH))
+
+
+def test_svg_has_hatch_pattern_and_title(masked_heatmap, tmp_path):
+    (svg,) = export_heatmap(masked_heatmap, tmp_path, "w", formats=("svg",))
+    root = ET.parse(svg).getroot()
+    tags = {el.tag.split("}")[-1] for el in root.iter()}
+    assert {"image", "pattern"} <= tags
+    assert "exported" in svg.read_text()
+
+
+def test_export_errors(tmp_path):
+    with pytest.raises(ValueError, match="formats: expected some of"):
+        export_heatmap(Heatmap(np.zeros((2, 2))), tmp_path, "x", formats=("jpg",))
+    with pytest.raises(ValueError, match="nothing to export"):
+        export_heatmap(Heatmap(), tmp_path, "x")

@@ -1,0 +1,316 @@
+"""AttentionExplorer: move a slider and watch q, k, scores, weights and outputs change.
+
+    from widgets.attention_explorer import AttentionExplorer
+    AttentionExplorer(seq_len=8, mask="causal", n_heads=2)   # any AttentionParams field
+    explorer.result.weights                                  # (H, Tq, Tk) after a slider move
+
+Every panel is a Heatmap drawn in the browser from the numbers of `explore_attention(params)`,
+the pure function in `attention.explore`; hidden panels are not sent. Clicking a cell of the
+scores or weights switches the mask to "custom" and blocks (or unblocks) that query-key pair.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore import (
+    MASK_KINDS,
+    MAX_LEN,
+    MAX_WIDTH,
+    TEMPERATURE_RANGE,
+    AttentionExploration,
+    AttentionParams,
+    explore_attention,
+    mask_to_tuple,
+)
+
+from ._common import (
+    DIVERGING_CMAP,
+    Explorer,
+    buttons,
+    clamp_slider,
+    css,
+    divisors,
+    dropdown,
+    float_slider,
+    int_slider,
+    set_options,
+    shape_str,
+    table_html,
+    toggle,
+)
+from .heatmap import Heatmap
+
+PANELS = ("Q and K", "raw scores", "scaled + masked", "weights", "output", "per head")
+
+
+def _panel(name: str, title: str, **traits: Any) -> Heatmap:
+    hm = Heatmap(title=title, **traits)
+    hm.add_class(css(f"panel-{name}"))
+    return hm
+
+
+class AttentionExplorer(Explorer):
+    """Scaled dot-product attention with every control of `AttentionParams`.
+
+    Args:
+        **settings: initial values of any AttentionParams field (seq_len, d_k, n_heads, mask,
+            pad_len, scaled, temperature, seed, query_row, head, cross, key_len).
+
+    Attributes:
+        result: the AttentionExploration of the current settings.
+        panels: name -> Heatmap for every panel (shown or not).
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        start = AttentionParams(**settings)  # validates the settings
+        self._custom: torch.Tensor | None = (
+            torch.tensor(start.custom_mask) if start.custom_mask else None
+        )
+        self.seq_len = int_slider("seq_len (Tq)", 1, MAX_LEN, start.seq_len, name="seq-len")
+        self.d_k = int_slider("d_k", 1, MAX_WIDTH, start.d_k, name="d-k")
+        self.n_heads = dropdown("n_heads", divisors(start.d_k), start.n_heads, name="n-heads")
+        self.cross = toggle("cross-attention", start.cross, name="cross")
+        self.key_len = int_slider("key_len (Tk)", 1, MAX_LEN, start.key_len, name="key-len")
+        self.mask = buttons("mask", MASK_KINDS, start.mask, name="mask")
+        self.pad_len = int_slider("pad length", 0, start.tk, start.pad_len, name="pad-len")
+        self.scaled = toggle("divide by sqrt(D)", start.scaled, name="scaled")
+        lo, hi = TEMPERATURE_RANGE
+        self.temperature = float_slider(
+            "temperature", lo, hi, start.temperature, name="temperature", log=True, step=0.02
+        )
+        self.seed = int_slider("seed", 0, 99, start.seed, name="seed")
+        self.query_row = int_slider("query row", 0, start.seq_len - 1, start.query_row, name="row")
+        self.head = int_slider("head", 0, start.n_heads - 1, start.head, name="head")
+        self.show_numbers = toggle("show numbers", False, name="show-numbers")
+        self.visible = {
+            name: toggle(name, True, name=f"show-{name.replace(' ', '-').replace('+', 'and')}")
+            for name in PANELS
+        }
+        self.mask.observe(self._mask_kind_changed, names="value")
+
+        diverging = {"colormap": DIVERGING_CMAP, "symmetric": True, "panel_size": 200}
+        weights = {"vmin": 0.0, "vmax": 1.0, "panel_size": 240}
+        self.panels = {
+            "q": _panel("q", "Q (head)", **diverging),
+            "k": _panel("k", "K (head)", **diverging),
+            "raw_scores": _panel("raw-scores", "raw scores q·kᵀ", **diverging),
+            "scores": _panel("scores", "scaled + masked scores", **diverging),
+            "weights": _panel("weights", "weights = softmax(scores)", **weights),
+            "output": _panel("output", "output = weights · V (heads merged)", **diverging),
+            "per_head": _panel("per-head", "weights of every head", vmin=0.0, vmax=1.0),
+        }
+        for name in ("scores", "weights", "per_head"):
+            self.panels[name].on_click(self._cell_clicked)
+        self.readout = widgets.HTML()
+        self.readout.add_class(css("readout"))
+        self._groups = {
+            "Q and K": widgets.HBox([self.panels["q"], self.panels["k"]]),
+            "raw scores": self.panels["raw_scores"],
+            "scaled + masked": self.panels["scores"],
+            "weights": self.panels["weights"],
+            "output": self.panels["output"],
+            "per head": self.panels["per_head"],
+        }
+        row = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+        grid = widgets.Box(list(self._groups.values()) + [self.readout], layout=row)
+        controls = [
+            widgets.VBox([self.seq_len, self.d_k, self.n_heads, self.cross, self.key_len]),
+            widgets.VBox([self.scaled, self.temperature, self.seed, self.query_row, self.head]),
+            widgets.VBox([self.mask, self.pad_len, self.show_numbers]),
+        ]
+        panel_row = widgets.HBox(
+            [widgets.Label("panels:"), *self.visible.values()],
+            layout=widgets.Layout(flex_flow="row wrap", width="100%"),
+        )
+        for box in self.visible.values():
+            box.layout.width = "auto"
+        header = widgets.HTML(
+            "<b>Attention explorer</b>: softmax(q·kᵀ × scale, masked) · v for random tokens. "
+            "Click a cell of the scores or weights to block or unblock that pair."
+        )
+        super().__init__(
+            controls=[*controls, panel_row], body=[grid], name="attention-explorer", header=header
+        )
+        self.refresh()
+
+    # Controls ---------------------------------------------------------------------------------
+    def _mask_kind_changed(self, change: dict) -> None:
+        # Entering "custom" starts from the mask on screen, so a preset can be edited.
+        if change["new"] == "custom" and self.result is not None:
+            self._custom = self.result.mask.clone()
+
+    def _cell_clicked(self, row: int, col: int, _panel: int) -> None:
+        """Block or unblock one query-key pair, switching the mask to "custom" if needed."""
+        if self.result is None:
+            return
+        was_custom = self.mask.value == "custom"
+        if not was_custom:
+            with self.hold_refresh():
+                self.mask.value = "custom"  # copies the mask on screen into self._custom
+        self._custom[row, col] = ~self._custom[row, col]
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        set_options(self.n_heads, divisors(self.d_k.value), self.n_heads.value)
+        tk = self.key_len.value if self.cross.value else self.seq_len.value
+        clamp_slider(self.query_row, self.seq_len.value - 1)
+        clamp_slider(self.head, self.n_heads.value - 1)
+        clamp_slider(self.pad_len, tk)
+        self.key_len.layout.display = None if self.cross.value else "none"
+        self.pad_len.layout.display = None if self.mask.value == "padding" else "none"
+        for name, group in self._groups.items():
+            group.layout.display = None if self.visible[name].value else "none"
+        if self.mask.value == "custom":
+            self._custom = _resized(self._custom, self.seq_len.value, tk)
+
+    def _read_params(self) -> AttentionParams:
+        custom = self.mask.value == "custom"
+        return AttentionParams(
+            seq_len=self.seq_len.value,
+            d_k=self.d_k.value,
+            n_heads=self.n_heads.value,
+            mask=self.mask.value,
+            pad_len=self.pad_len.value,
+            custom_mask=mask_to_tuple(self._custom) if custom else None,
+            scaled=self.scaled.value,
+            temperature=float(self.temperature.value),
+            seed=self.seed.value,
+            query_row=self.query_row.value,
+            head=self.head.value,
+            cross=self.cross.value,
+            key_len=self.key_len.value,
+        )
+
+    def _compute(self, params: AttentionParams) -> AttentionExploration:
+        return explore_attention(params)
+
+    # Drawing ----------------------------------------------------------------------------------
+    def _draw(self, r: AttentionExploration) -> None:
+        p = r.params
+        h = p.head
+        numbers = self.show_numbers.value
+        blocked = ~r.mask  # (Tq, Tk) True = masked
+        shown = {name for name, box in self.visible.items() if box.value}
+        qt, kt = list(r.query_tokens), list(r.key_tokens)
+        common = {"show_numbers": numbers}
+        if "Q and K" in shown:
+            self.panels["q"].set_data(
+                r.q[h],
+                row_labels=qt,
+                title=f"Q, head {h}  (Tq, D) = {shape_str(r.q[h].shape)}",
+                **common,
+            )
+            self.panels["k"].set_data(
+                r.k[h],
+                row_labels=kt,
+                title=f"K, head {h}  (Tk, D) = {shape_str(r.k[h].shape)}",
+                **common,
+            )
+        rows = {"row_labels": qt, "col_labels": kt, "highlight_row": p.query_row, **common}
+        if "raw scores" in shown:
+            self.panels["raw_scores"].set_data(
+                r.raw_scores[h], title=f"raw scores q·kᵀ, head {h}", **rows
+            )
+        if "scaled + masked" in shown:
+            self.panels["scores"].set_data(
+                r.scores[h],
+                blocked,
+                r.fully_masked[h],
+                title=f"scores × {r.scale:.3g}, masked, head {h}",
+                **rows,
+            )
+        if "weights" in shown:
+            self.panels["weights"].set_data(
+                r.weights[h], blocked, r.fully_masked[h], title=f"weights, head {h}", **rows
+            )
+        if "output" in shown:
+            self.panels["output"].set_data(
+                r.output,
+                row_labels=qt,
+                title=f"output (Tq, M) = {shape_str(r.output.shape)}",
+                **common,
+            )
+        if "per head" in shown:
+            first, last = head_window(p.head, p.n_heads)
+            heads = "" if last - first == p.n_heads else f" {first}-{last - 1} of {p.n_heads}"
+            self.panels["per_head"].set_data(
+                r.weights[first:last],
+                blocked,
+                r.fully_masked[first:last],
+                title=f"weights of every head{heads}",
+                panel_titles=[f"head {i}" for i in range(first, last)],
+                row_labels=qt,
+                col_labels=kt,
+                highlight_row=p.query_row,
+                panel_size=max(60, 480 // min(p.n_heads, 4)),
+                show_numbers=numbers,
+            )
+        self.readout.value = _readout(r)
+
+    def _views(self) -> dict[str, Heatmap]:
+        shown = {name for name, box in self.visible.items() if box.value}
+        owners = {
+            "q": "Q and K",
+            "k": "Q and K",
+            "raw_scores": "raw scores",
+            "scores": "scaled + masked",
+            "weights": "weights",
+            "output": "output",
+            "per_head": "per head",
+        }
+        return {name: hm for name, hm in self.panels.items() if owners[name] in shown}
+
+
+MAX_SMALL_MULTIPLES = 16
+
+
+def head_window(head: int, n_heads: int) -> tuple[int, int]:
+    """Heads [first, last) drawn as small multiples: all, or 16 around the inspected head."""
+    if n_heads <= MAX_SMALL_MULTIPLES:
+        return 0, n_heads
+    first = min(max(0, head - MAX_SMALL_MULTIPLES // 2), n_heads - MAX_SMALL_MULTIPLES)
+    return first, first + MAX_SMALL_MULTIPLES
+
+
+def _resized(mask: torch.Tensor | None, tq: int, tk: int) -> torch.Tensor:
+    """Keep the overlapping part of a custom mask; new cells may attend."""
+    out = torch.ones(tq, tk, dtype=torch.bool)
+    if mask is not None:
+        a, b = min(tq, mask.shape[0]), min(tk, mask.shape[1])
+        out[:a, :b] = mask[:a, :b]
+    return out
+
+
+def _readout(r: AttentionExploration) -> str:
+    p = r.params
+    scale = f"1/√{p.d_head}" if p.scaled else "1"
+    if abs(p.temperature - 1.0) > 1e-6:
+        scale += f" / {p.temperature:.3g}"
+    row = f"query {r.query_tokens[p.query_row]}, head {p.head}"
+    if r.argmax_key < 0:
+        stats = [("row", row), ("weights", "all 0: this row may attend to no key (output 0)")]
+    else:
+        stats = [
+            ("row", row),
+            ("entropy", f"{r.row_entropy:.3f} nats (uniform: {r.max_entropy:.3f})"),
+            ("max weight", f"{r.max_weight:.3f} on {r.key_tokens[r.argmax_key]}"),
+        ]
+    stats.append(("scale", f"{scale} = {r.scale:.4g}"))
+    shapes = [(name, shape_str(shape)) for name, shape in r.shapes.items()]
+    return (
+        f'<div style="margin-left:12px;font-size:12px">{table_html(stats)}'
+        f"<br>{table_html(shapes, header=['tensor', 'shape'])}"
+        f"<br><i>{html.escape(_mask_text(r))}</i></div>"
+    )
+
+
+def _mask_text(r: AttentionExploration) -> str:
+    blocked = int((~r.mask).sum())
+    full = int(r.fully_masked[r.params.head].sum())
+    text = f"mask: {r.params.mask}, {blocked} of {r.mask.numel()} pairs blocked"
+    return text + (f", {full} rows attend to nothing" if full else "")

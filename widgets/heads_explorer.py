@@ -1,0 +1,271 @@
+"""HeadsExplorer: multi-head attention step by step, and what a forgotten transpose does.
+
+The big projection q = x W_q (B, T, M) is cut into heads with .view(B, T, H, D).transpose(1, 2)
+-> (B, H, T, D): head h sees columns h*D .. h*D + D - 1 of every token. Forgetting the
+transpose, .view(B, H, T, D), gives the same shapes (so nothing raises) but each "head" now
+holds consecutive D-chunks of the flat buffer: whole rows of one token, several tokens per head.
+The toggle shows the wrong path beside the right one, with the rows labelled by where their
+numbers really came from.
+
+    from widgets.heads_explorer import HeadsExplorer
+    HeadsExplorer(d_model=16, n_heads=4, forget_transpose=True)
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore_more import (
+    HEADS_BATCH_MAX,
+    HEADS_D_MODELS,
+    HEADS_SEQ_MAX,
+    HeadsParams,
+    HeadsPath,
+    HeadsResult,
+    explore_heads,
+    head_choices,
+)
+
+from ._common import (
+    DIVERGING_CMAP,
+    Explorer,
+    css,
+    dropdown,
+    int_slider,
+    set_options,
+    table_html,
+    toggle,
+)
+from .heatmap import Heatmap
+from .scaling_explorer import panel_row, refuse_clamped
+
+SMALL = 150  # px per small-multiple panel
+
+
+def _heatmap(name: str, title: str, **traits) -> Heatmap:
+    hm = Heatmap(title=title, **traits)
+    hm.add_class(css(name))
+    return hm
+
+
+def _html(name: str) -> widgets.HTML:
+    w = widgets.HTML("")
+    w.add_class(css(name))
+    return w
+
+
+class HeadsExplorer(Explorer):
+    """Follow x (B, T, M) through the split into heads, attention per head, concat and W_o.
+
+    Controls: d_model, n_heads (only divisors of d_model, at most 16), seq_len, batch, seed and
+    "forget the transpose". Panels show batch item 0. `result` is the HeadsResult of
+    `attention.explore_more.explore_heads`, holding both the right and the wrong path.
+    """
+
+    def __init__(
+        self,
+        d_model: int = 16,
+        n_heads: int = 4,
+        seq_len: int = 6,
+        batch: int = 2,
+        seed: int = 0,
+        forget_transpose: bool = False,
+    ) -> None:
+        HeadsParams(d_model, n_heads, seq_len, batch, seed)  # refuse bad arguments loudly
+        self.d_model = dropdown("d_model", HEADS_D_MODELS, d_model, name="d-model")
+        self.n_heads = dropdown("n_heads", head_choices(d_model), n_heads, name="n-heads")
+        self.seq_len = int_slider("seq_len", 1, HEADS_SEQ_MAX, seq_len, name="seq-len")
+        self.batch = int_slider("batch", 1, HEADS_BATCH_MAX, batch, name="batch")
+        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+        self.forget = toggle("forget the transpose", forget_transpose, name="forget-transpose")
+        for name, value in (("seq_len", seq_len), ("batch", batch), ("seed", seed)):
+            refuse_clamped(name, getattr(self, name), value)
+
+        self.shapes = _html("shapes")
+        self.readout = _html("readout")
+        self.projection = _heatmap(
+            "projection", "q = x W_q (one matmul for all heads)", colormap=DIVERGING_CMAP,
+            symmetric=True, panel_size=300,
+        )  # fmt: skip
+        self.q_heads = _heatmap(
+            "q-heads", "q per head: .view(B, T, H, D).transpose(1, 2)",
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL,
+        )  # fmt: skip
+        self.wrong_q_heads = _heatmap(
+            "wrong-q-heads", "q per 'head' with .view(B, H, T, D): rows from other tokens",
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL,
+        )  # fmt: skip
+        self.weights = _heatmap("weights", "weights per head", vmin=0.0, panel_size=SMALL)
+        self.wrong_weights = _heatmap(
+            "wrong-weights", "weights per 'head', transpose forgotten", vmin=0.0, panel_size=SMALL
+        )
+        self.concat = _heatmap(
+            "concat", "concat: heads side by side (B, T, M)", colormap=DIVERGING_CMAP,
+            symmetric=True, panel_size=300,
+        )  # fmt: skip
+        self.wrong_concat = _heatmap(
+            "wrong-concat", "concat, transpose forgotten", colormap=DIVERGING_CMAP,
+            symmetric=True, panel_size=300,
+        )  # fmt: skip
+        self.output = _heatmap(
+            "output", "output = concat W_o", colormap=DIVERGING_CMAP, symmetric=True,
+            panel_size=300,
+        )  # fmt: skip
+        self.wrong_output = _heatmap(
+            "wrong-output", "output, transpose forgotten", colormap=DIVERGING_CMAP,
+            symmetric=True, panel_size=300,
+        )  # fmt: skip
+        wrong = [self.wrong_q_heads, self.wrong_weights, self.wrong_concat, self.wrong_output]
+        self._wrong_views = wrong
+        body = [
+            panel_row([self.shapes, self.readout]),
+            self.projection,
+            panel_row([self.q_heads, self.wrong_q_heads]),
+            panel_row([self.weights, self.wrong_weights]),
+            panel_row([self.concat, self.wrong_concat]),
+            panel_row([self.output, self.wrong_output]),
+        ]
+        controls = [self.d_model, self.n_heads, self.seq_len, self.batch, self.seed, self.forget]
+        super().__init__(controls=controls, body=body, name="heads-explorer")
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        set_options(self.n_heads, head_choices(self.d_model.value), self.n_heads.value)
+
+    def _read_params(self) -> HeadsParams:
+        return HeadsParams(
+            d_model=self.d_model.value,
+            n_heads=self.n_heads.value,
+            seq_len=self.seq_len.value,
+            batch=self.batch.value,
+            seed=self.seed.value,
+        )
+
+    def _compute(self, params: HeadsParams) -> HeadsResult:
+        return explore_heads(params)
+
+    def _draw(self, r: HeadsResult) -> None:
+        p = r.params
+        h, t, m = p.n_heads, p.seq_len, p.d_model
+        d = m // h
+        tokens = [f"t{i}" for i in range(t)]
+        head_cols = [f"h{c // d}" if c % d == 0 else "" for c in range(m)]
+        model_cols = [str(c) for c in range(m)]
+        self.projection.set_data(r.q_proj[0], row_labels=tokens, col_labels=head_cols)
+        rows = [f"r{i}" for i in range(t)]  # a wrong head's rows are not positions
+        heads = [f"head {i}" for i in range(h)]
+        wrong_titles = [f"head {i}: {s}" for i, s in enumerate(_source_titles(r.wrong))]
+        q_lim = float(torch.cat([r.right.q[0], r.wrong.q[0]]).abs().max())
+        w_max = max(float(torch.cat([r.right.weights[0], r.wrong.weights[0]]).max()), 1e-6)
+        dims = [str(j) for j in range(d)]
+        self.q_heads.set_data(
+            r.right.q[0], panel_titles=heads, row_labels=tokens, col_labels=dims,
+            vmin=-q_lim, vmax=q_lim,
+        )  # fmt: skip
+        self.wrong_q_heads.set_data(
+            r.wrong.q[0], panel_titles=wrong_titles, row_labels=rows, col_labels=dims,
+            vmin=-q_lim, vmax=q_lim,
+        )  # fmt: skip
+        self.weights.set_data(
+            r.right.weights[0], panel_titles=heads, row_labels=tokens, col_labels=tokens,
+            vmax=w_max,
+        )  # fmt: skip
+        self.wrong_weights.set_data(
+            r.wrong.weights[0], panel_titles=wrong_titles, row_labels=rows, col_labels=rows,
+            vmax=w_max,
+        )  # fmt: skip
+        lim = float(torch.cat([r.right.output[0], r.wrong.output[0]]).abs().max())
+        c_lim = float(torch.cat([r.right.concat[0], r.wrong.concat[0]]).abs().max())
+        # after W_o the columns are model dimensions again, no longer heads' slices
+        for view, x, vmax, cols in (
+            (self.concat, r.right.concat, c_lim, head_cols),
+            (self.wrong_concat, r.wrong.concat, c_lim, head_cols),
+            (self.output, r.right.output, lim, model_cols),
+            (self.wrong_output, r.wrong.output, lim, model_cols),
+        ):
+            view.set_data(x[0], row_labels=tokens, col_labels=cols, vmin=-vmax, vmax=vmax)
+        shown = None if self.forget.value else "none"
+        for view in self._wrong_views:
+            view.layout.display = shown
+        self.shapes.value = _shapes_html(r, self.forget.value)
+        self.readout.value = _readout_html(r, self.forget.value)
+
+    def _views(self) -> dict[str, Heatmap]:
+        views = {
+            "projection": self.projection,
+            "q_heads": self.q_heads,
+            "weights": self.weights,
+            "concat": self.concat,
+            "output": self.output,
+        }
+        if self.forget.value:
+            views.update(
+                wrong_q_heads=self.wrong_q_heads,
+                wrong_weights=self.wrong_weights,
+                wrong_concat=self.wrong_concat,
+                wrong_output=self.wrong_output,
+            )
+        return views
+
+
+def _source_table(path: HeadsPath) -> str:
+    """A table: row h, column t = where wrong head h's row t came from ("t3·h1")."""
+    cells = [
+        [f"head {h}"] + [f"t{int(tok)}·h{int(ch)}" for tok, ch in zip(toks, chunks, strict=True)]
+        for h, (toks, chunks) in enumerate(zip(path.source_token, path.source_chunk, strict=True))
+    ]
+    header = [""] + [f"r{i}" for i in range(path.source_token.shape[1])]
+    return table_html(cells, header=header)
+
+
+def _source_titles(path: HeadsPath) -> list[str]:
+    """Per head, the tokens its rows were cut from, e.g. "t0 t1"."""
+    return [" ".join(f"t{int(i)}" for i in torch.unique(toks)) for toks in path.source_token]
+
+
+def _shapes_html(r: HeadsResult, show_wrong: bool) -> str:
+    def table(shapes) -> str:
+        return table_html([(step, str(shape)) for step, shape in shapes], header=["step", "shape"])
+
+    p = r.params
+    legend = (
+        f"B={p.batch}, T={p.seq_len}, M={p.d_model}, H={p.n_heads}, D=M/H={p.d_model // p.n_heads}"
+    )
+    right = f"<b>right</b> ({html.escape(legend)})" + table(r.right.shapes)
+    if not show_wrong:
+        return right
+    wrong = "<b>transpose forgotten</b>: the same shapes, so nothing raises" + table(r.wrong.shapes)
+    return (
+        '<div style="display:flex; gap:16px; align-items:flex-start">'
+        f"<div>{right}</div><div>{wrong}</div></div>"
+    )
+
+
+def _readout_html(r: HeadsResult, show_wrong: bool) -> str:
+    p = r.params
+    d = p.d_model // p.n_heads
+    lines = [
+        f"Head h reads columns h·{d} .. h·{d}+{d - 1} of every token; "
+        f"the {p.n_heads} heads run in parallel as one batched matmul.",
+        f"Parameters: 4·M² + 4·M = {4 * p.d_model**2 + 4 * p.d_model} "
+        "(W_q, W_k, W_v, W_o and biases), whatever H is.",
+    ]
+    if show_wrong:
+        lines.append(
+            f"max |Δ weights| = {r.weights_max_diff:.3g}, "
+            f"max |Δ output| = {r.output_max_diff:.3g} (wrong minus right)."
+        )
+        if p.n_heads == 1 or p.seq_len == 1:
+            lines.append("With one head or one token the transpose changes nothing: try more.")
+        else:
+            lines.append(
+                "Where each wrong row came from (tN·hK = token N's slice meant for head K): "
+                "one 'head' mixes tokens, and one token's slices crowd into one 'head'."
+            )
+    out = "<br>".join(html.escape(s) for s in lines)
+    if show_wrong and p.n_heads * p.seq_len <= 96:
+        out += _source_table(r.wrong)
+    return out

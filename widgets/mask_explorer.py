@@ -1,0 +1,194 @@
+"""MaskExplorer: click cells to block query-key pairs; see the mask in every convention.
+
+    from widgets.mask_explorer import MaskExplorer
+    MaskExplorer(n_queries=5, n_keys=6, preset="causal")   # then click cells
+    explorer.result.valid_lens                              # None when rows are not prefixes
+
+Conventions shown side by side (all converted by the core's functions):
+ours and torch SDPA's bool mask (True = may attend), nn.MultiheadAttention's key_padding_mask
+(True = ignore; exists only when every query hides the same keys), an additive float mask
+(0 / -inf) and d2l's valid_lens (exists only when each row is a prefix). Below them, the
+weights that random queries and keys get through the mask, including rows that may attend to
+nothing (grey: weights 0 and output 0, not NaN).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore import (
+    MaskConventions,
+    MaskParams,
+    explore_mask,
+    mask_to_tuple,
+    preset_mask,
+)
+
+from ._common import Explorer, buttons, clamp_slider, css, int_slider
+from .heatmap import Heatmap
+
+PRESETS = ("none", "causal", "padding", "custom")
+MAX_SIDE = 16  # clicking cells is only practical on small grids
+
+
+def _tensor_text(name: str, x: torch.Tensor | None, note: str) -> str:
+    if x is None:
+        return f"{name} = None   # {note}"
+    body = repr(x).replace("\n", "\n" + " " * (len(name) + 3))
+    return f"{name} = {body}   # {note}"
+
+
+class MaskExplorer(Explorer):
+    """Edit a (Tq, Tk) mask by clicking; every convention and the weights follow.
+
+    Args:
+        n_queries, n_keys: grid size, 1..16.
+        preset: "none", "causal", "padding" or "custom" (start from all True).
+        pad_len: padded keys at the end, for the "padding" preset.
+        mask: an initial (Tq, Tk) bool tensor (True = may attend); implies preset "custom".
+        seed: seed of the random q, k, v.
+    """
+
+    def __init__(
+        self,
+        n_queries: int = 5,
+        n_keys: int = 6,
+        preset: str = "causal",
+        *,
+        pad_len: int = 2,
+        mask: Any = None,
+        seed: int = 0,
+    ) -> None:
+        if mask is not None:
+            self._mask = torch.as_tensor(mask, dtype=torch.bool).clone()
+            if self._mask.dim() != 2:
+                raise ValueError(f"mask: expected (Tq, Tk), got shape {tuple(self._mask.shape)}")
+            n_queries, n_keys = self._mask.shape
+            preset = "custom"
+        else:
+            self._mask = torch.ones(n_queries, n_keys, dtype=torch.bool)
+        if preset not in PRESETS:
+            raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+        for name, n in (("n_queries", n_queries), ("n_keys", n_keys)):
+            if not 1 <= n <= MAX_SIDE:
+                raise ValueError(f"{name}: expected 1 to {MAX_SIDE}, got {n}")
+        self.n_queries = int_slider("queries (Tq)", 1, MAX_SIDE, n_queries, name="n-queries")
+        self.n_keys = int_slider("keys (Tk)", 1, MAX_SIDE, n_keys, name="n-keys")
+        self.preset = buttons("preset", PRESETS, preset, name="preset")
+        self.pad_len = int_slider("pad length", 0, n_keys, min(pad_len, n_keys), name="pad-len")
+        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+
+        cell = {"cell_size": 30, "show_numbers": True, "digits": 0, "show_colorbar": False}
+        self.mask_view = Heatmap(title="ours / SDPA: True (1) = may attend", vmin=0, vmax=1, **cell)
+        self.mask_view.add_class(css("panel-mask"))
+        self.additive_view = Heatmap(
+            title="additive: 0 or −∞", colormap="gray_r", vmin=0, vmax=1, **cell
+        )
+        self.additive_view.add_class(css("panel-additive"))
+        self.key_padding_view = Heatmap(
+            title="key_padding_mask: True (1) = ignore", vmin=0, vmax=1, **cell
+        )
+        self.key_padding_view.add_class(css("panel-key-padding"))
+        self.valid_lens_view = Heatmap(title="valid_lens", colormap="gray_r", vmin=0, **cell)
+        self.valid_lens_view.add_class(css("panel-valid-lens"))
+        self.weights_view = Heatmap(
+            title="weights", vmin=0.0, vmax=1.0, cell_size=36, show_numbers=True
+        )
+        self.weights_view.add_class(css("panel-weights"))
+        for view in (self.mask_view, self.additive_view, self.weights_view):
+            view.on_click(self._cell_clicked)
+        self.code = widgets.HTML()
+        self.code.add_class(css("conventions"))
+
+        wrap = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+        body = [
+            widgets.Box([self.mask_view, self.additive_view, self.weights_view], layout=wrap),
+            widgets.Box([self.key_padding_view, self.valid_lens_view], layout=wrap),
+            self.code,
+        ]
+        header = widgets.HTML(
+            "<b>Mask explorer</b>: click a cell (or Tab to a grid, arrows, Enter) to block or "
+            "unblock that query-key pair. Block a whole row to see a query with nothing to "
+            "attend to."
+        )
+        controls = [
+            widgets.VBox([self.n_queries, self.n_keys, self.seed]),
+            widgets.VBox([self.preset, self.pad_len]),
+        ]
+        super().__init__(controls=controls, body=body, name="mask-explorer", header=header)
+        self.refresh()
+
+    def _cell_clicked(self, row: int, col: int, _panel: int) -> None:
+        self._mask[row, col] = ~self._mask[row, col]
+        if self.preset.value != "custom":
+            with self.hold_refresh():
+                self.preset.value = "custom"
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        tq, tk = self.n_queries.value, self.n_keys.value
+        clamp_slider(self.pad_len, tk)
+        self.pad_len.layout.display = None if self.preset.value == "padding" else "none"
+        if self.preset.value == "custom":
+            old = self._mask
+            self._mask = torch.ones(tq, tk, dtype=torch.bool)
+            a, b = min(tq, old.shape[0]), min(tk, old.shape[1])
+            self._mask[:a, :b] = old[:a, :b]
+        else:
+            self._mask = preset_mask(self.preset.value, tq, tk, self.pad_len.value).clone()
+
+    def _read_params(self) -> MaskParams:
+        return MaskParams(mask=mask_to_tuple(self._mask), seed=self.seed.value)
+
+    def _compute(self, params: MaskParams) -> MaskConventions:
+        return explore_mask(params)
+
+    def _draw(self, r: MaskConventions) -> None:
+        tq, tk = r.mask.shape
+        qt = [f"q{i}" for i in range(tq)]
+        kt = [f"k{j}" for j in range(tk)]
+        blocked = ~r.mask
+        labels = {"row_labels": qt, "col_labels": kt}
+        # The bool mask as 1/0 numbers; not marked "masked" so it reads as data, not hatching.
+        self.mask_view.set_data(r.mask.float(), **labels)
+        self.additive_view.set_data(r.additive, blocked, fully_masked=torch.zeros(tq), **labels)
+        self.weights_view.set_data(r.weights, blocked, r.fully_masked, **labels)
+        if r.key_padding_mask is None:
+            self.key_padding_view.layout.display = "none"
+        else:
+            self.key_padding_view.layout.display = None
+            self.key_padding_view.set_data(
+                r.key_padding_mask.float(), row_labels=["batch 0"], col_labels=kt
+            )
+        if r.valid_lens is None:
+            self.valid_lens_view.layout.display = "none"
+        else:
+            self.valid_lens_view.layout.display = None
+            self.valid_lens_view.set_data(
+                r.valid_lens.T.float(), row_labels=qt, col_labels=["keys"], vmax=float(tk)
+            )
+        full = int(r.fully_masked.sum())
+        lines = [
+            _tensor_text("mask", r.mask, "ours and SDPA's: True = may attend"),
+            _tensor_text("key_padding_mask", r.key_padding_mask, r.key_padding_note),
+            _tensor_text("additive", r.additive, "added to the scores before softmax"),
+            _tensor_text("valid_lens", r.valid_lens, r.valid_lens_note),
+        ]
+        if full:
+            lines.append(f"# {full} row(s) may attend to nothing: weights 0 and output 0, not NaN")
+        text = html.escape("\n".join(lines))
+        style = "font:12px/1.35 monospace;white-space:pre-wrap;margin:4px 0"
+        self.code.value = f"<pre style='{style}'>{text}</pre>"
+
+    def _views(self) -> dict[str, Heatmap]:
+        views = {"mask": self.mask_view, "additive": self.additive_view}
+        if self.result is not None and self.result.key_padding_mask is not None:
+            views["key_padding_mask"] = self.key_padding_view
+        if self.result is not None and self.result.valid_lens is not None:
+            views["valid_lens"] = self.valid_lens_view
+        views["weights"] = self.weights_view
+        return views

@@ -1,0 +1,246 @@
+"""PositionalEncodingExplorer: the sinusoidal table, and why attention needs it.
+
+Self-attention treats its input as a set: shuffle the tokens and the output rows are shuffled
+the same way, nothing else changes. Add positional encodings (which stay with the slots while
+the tokens move) and the output changes for real. The "shuffle tokens" button draws a new
+order; the readout prints max |attention(shuffled) - shuffled attention(original)| both ways.
+
+    from widgets.positional_explorer import PositionalEncodingExplorer
+    PositionalEncodingExplorer(seq_len=16, d_model=32)
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore_more import (
+    PE_D_MODEL_MAX,
+    PE_DIMS_MAX,
+    PE_SEQ_MAX,
+    PositionalParams,
+    PositionalResult,
+    ShuffleCheck,
+    explore_positional,
+)
+
+from ._common import DIVERGING_CMAP, Explorer, css, int_slider, toggle
+from .heatmap import Heatmap
+from .scaling_explorer import PALETTE, SeriesChart, export_chart, panel_row, refuse_clamped
+
+SHUFFLE_MAX = 9999
+
+
+def default_dims(d_model: int) -> tuple[int, ...]:
+    """A fast sine/cosine pair and a slower one: (0, 1) and the pair near a quarter width."""
+    slow = 2 * (d_model // 8)
+    dims = (0, 1, slow, slow + 1) if slow >= 2 else (0, 1)
+    return tuple(i for i in dims if i < d_model)
+
+
+def dim_name(i: int, d_model: int) -> str:
+    """ "dim 6: sin, period 17.8": which function column i is and its period in positions."""
+    pair = i // 2
+    period = 2 * math.pi * 10000.0 ** (2 * pair / d_model)
+    return f"dim {i}: {'sin' if i % 2 == 0 else 'cos'}, period {period:.3g}"
+
+
+class PositionalEncodingExplorer(Explorer):
+    """The sinusoidal encoding as a heatmap and as curves, and the shuffle test.
+
+    Controls: seq_len (1..64), d_model (2..128, even), the dimensions drawn as curves (up to 8),
+    "add positional encoding", the shuffle seed with buttons "shuffle tokens" (a new order) and
+    "restore order" (seed 0), and the seed of embeddings and weights. `result` is the
+    PositionalResult of `attention.explore_more.explore_positional`.
+    """
+
+    def __init__(
+        self,
+        seq_len: int = 16,
+        d_model: int = 32,
+        dims: tuple[int, ...] | None = None,
+        add_positions: bool = True,
+        shuffle: int = 1,
+        seed: int = 0,
+    ) -> None:
+        dims = default_dims(d_model) if dims is None else tuple(dims)
+        PositionalParams(seq_len, d_model, dims, shuffle, seed)  # refuse bad arguments loudly
+        if d_model % 2:
+            raise ValueError(f"d_model: expected an even width, got {d_model}")
+        self.seq_len = int_slider("seq_len", 1, PE_SEQ_MAX, seq_len, name="seq-len")
+        self.d_model = int_slider("d_model", 2, PE_D_MODEL_MAX, d_model, name="d-model")
+        self.d_model.step = 2
+        self.dims = widgets.SelectMultiple(
+            options=list(range(d_model)),
+            value=dims,
+            rows=4,
+            description=f"curves (≤ {PE_DIMS_MAX})",
+            style={"description_width": "initial"},
+            layout={"width": "180px"},
+        )
+        self.dims.add_class(css("dims"))
+        self.add_positions = toggle("add positional encoding", add_positions, name="add-pe")
+        self.shuffle = widgets.BoundedIntText(
+            value=shuffle,
+            min=0,
+            max=SHUFFLE_MAX,
+            description="shuffle seed (0 = in order)",
+            style={"description_width": "initial"},
+            layout={"width": "230px"},
+        )
+        self.shuffle.add_class(css("shuffle"))
+        self.shuffle_button = widgets.Button(description="shuffle tokens", icon="random")
+        self.shuffle_button.add_class(css("shuffle-button"))
+        self.shuffle_button.on_click(lambda _b: self._next_shuffle())
+        self.restore_button = widgets.Button(description="restore order", icon="undo")
+        self.restore_button.add_class(css("restore-button"))
+        self.restore_button.on_click(lambda _b: setattr(self.shuffle, "value", 0))
+        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+        starts = {"seq_len": seq_len, "d_model": d_model, "shuffle": shuffle, "seed": seed}
+        for name, value in starts.items():
+            refuse_clamped(name, getattr(self, name), value)
+
+        self.encoding = Heatmap(
+            title="PE[position, dim]", colormap=DIVERGING_CMAP, vmin=-1.0, vmax=1.0,
+            panel_size=340, colorbar_label="value",
+        )  # fmt: skip
+        self.encoding.add_class(css("encoding"))
+        self.curves = SeriesChart(name="curves", width=560, height=250, legend="right")
+        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=300)
+        self.outputs.add_class(css("outputs"))
+        self.difference = Heatmap(title="|difference|", vmin=0.0, panel_size=300)
+        self.difference.add_class(css("difference"))
+        self.readout = widgets.HTML("")
+        self.readout.add_class(css("readout"))
+        controls = [
+            self.seq_len,
+            self.d_model,
+            self.dims,
+            self.add_positions,
+            self.seed,
+            widgets.HBox([self.shuffle, self.shuffle_button, self.restore_button]),
+        ]
+        body = [
+            panel_row([self.encoding, self.curves]),
+            self.readout,
+            panel_row([self.outputs, self.difference]),
+        ]
+        super().__init__(controls=controls, body=body, name="positional-explorer")
+        self.refresh()
+
+    def _next_shuffle(self) -> None:
+        self.shuffle.value = self.shuffle.value % SHUFFLE_MAX + 1
+
+    def _sync_controls(self) -> None:
+        m = self.d_model.value
+        keep = tuple(i for i in self.dims.value if i < m)[:PE_DIMS_MAX] or default_dims(m)
+        if len(self.dims.options) != m:
+            self.dims.options = list(range(m))
+        if tuple(self.dims.value) != keep:
+            self.dims.value = keep
+
+    def _read_params(self) -> PositionalParams:
+        return PositionalParams(
+            seq_len=self.seq_len.value,
+            d_model=self.d_model.value,
+            dims=tuple(self.dims.value),
+            shuffle=self.shuffle.value,
+            seed=self.seed.value,
+        )
+
+    def _compute(self, params: PositionalParams) -> PositionalResult:
+        return explore_positional(params)
+
+    def shown_check(self) -> ShuffleCheck:
+        """The shuffle test the panels show: with or without positions, as the toggle says."""
+        r = self.result
+        return r.with_positions if self.add_positions.value else r.without_positions
+
+    def _draw(self, r: PositionalResult) -> None:
+        p = r.params
+        positions = list(range(p.seq_len))
+        self.encoding.set_data(
+            r.encoding,
+            row_labels=[str(i) for i in positions],
+            col_labels=[str(j) for j in range(p.d_model)],
+        )
+        self.curves.set_data(
+            positions,
+            [
+                {
+                    "name": dim_name(i, p.d_model),
+                    "values": curve.tolist(),
+                    "color": PALETTE[k % len(PALETTE)],
+                    "kind": "line",
+                }
+                for k, (i, curve) in enumerate(zip(p.dims, r.curves, strict=True))
+            ],
+            title="selected dimensions against position",
+            x_label="position",
+            y_label="PE",
+            y_range=[-1.1, 1.1],
+            y_ticks=[-1.0, -0.5, 0.0, 0.5, 1.0],
+            x_range=[0.0, float(max(p.seq_len - 1, 1))],
+        )
+        check = r.with_positions if self.add_positions.value else r.without_positions
+        order = [int(i) for i in r.permutation]
+        lim = float(check.output.abs().max())
+        self.outputs.set_data(
+            torch.stack([check.shuffled_output, check.permuted_output]),  # (2, T, M)
+            row_labels=[f"tok {i}" for i in order],
+            col_labels=[str(j) for j in range(p.d_model)],
+            panel_titles=["attention(shuffled tokens)", "attention(tokens), rows shuffled"],
+            title="self-attention output, rows = shuffled order",
+            vmin=-lim,
+            vmax=lim,
+        )
+        # Scaled like the outputs, so float noise (~1e-7) shows as zero, not as a pattern.
+        self.difference.set_data(
+            (check.shuffled_output - check.permuted_output).abs(),
+            row_labels=[f"tok {i}" for i in order],
+            col_labels=[str(j) for j in range(p.d_model)],
+            vmax=max(lim, 1e-6),
+        )
+        self.readout.value = _readout_html(r, self.add_positions.value)
+
+    def export(self, folder: str | Path | None = None) -> list[Path]:
+        """Save the heatmaps and the curves as PNG, SVG and CSV into `folder`; return the paths."""
+        paths = super().export(folder)
+        folder = Path(folder) if folder is not None else self.export_dir
+        return paths + export_chart(self.curves, folder, "positional-explorer_curves")
+
+    def _views(self) -> dict[str, Heatmap]:
+        return {"encoding": self.encoding, "outputs": self.outputs, "difference": self.difference}
+
+
+def _readout_html(r: PositionalResult, add_positions: bool) -> str:
+    p = r.params
+    order = " ".join(str(int(i)) for i in r.permutation)
+    if p.seq_len == 1:
+        order_note = "one token: there is no order to change"
+    elif p.shuffle == 0:
+        order_note = "in order (press “shuffle tokens”)"
+    else:
+        order_note = f"shuffled order: {order}"
+    lines = [
+        f"Tokens: {html.escape(order_note)}.",
+        _verdict("without positions", r.without_positions, not add_positions),
+        _verdict("with positions", r.with_positions, add_positions),
+    ]
+    return "<br>".join(lines)
+
+
+def _verdict(name: str, check: ShuffleCheck, active: bool) -> str:
+    # float32 attention reproduces a permutation to ~1e-6; anything larger is a real change
+    diff, scale = check.max_abs_diff, float(check.output.abs().max())
+    meaning = "only permuted" if diff < 1e-4 else "changed, not just permuted"
+    text = (
+        f"{name}: max |attn(shuffled) − shuffled attn| = {diff:.2g} "
+        f"(outputs reach ±{scale:.2g}) → {meaning}"
+    )
+    text = html.escape(text)
+    return f"<b>{text}</b>" if active else text

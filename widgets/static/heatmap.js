@@ -1,0 +1,703 @@
+// Canvas views drawn in the browser from synced numbers (no kernel-side rendering):
+//   kind "heatmap": one matrix or a grid of small multiples, colour bar, tooltips, clicks;
+//   kind "lines":   tokens on two sides joined by lines whose opacity and width follow weights.
+// Arrays arrive as {shape, dtype, buffer: DataView} (binary buffers, so -inf and NaN survive).
+// Each redraw increments data-redraws on the root element so browser tests can wait for it.
+
+// 33 evenly spaced colours (hex RGB) sampled from matplotlib; interpolated linearly.
+const LUT_HEX = {
+  viridis:
+    "440154470d6048186a482374472d7b4537814240863e49893b528b375b8d33638d2f6b8e2c728e297a8e26828e23898e" +
+    "21918c1f988b1fa08822a78528ae8032b67a3fbc734ec36b5ec96270cf5784d44b98d83eaddc30c2df23d8e219ece51b" +
+    "fde725",
+  cividis:
+    "00224e00285b002e6a0533711a386f273e6e32436d3b496c434e6c4b546c535a6d5a5f6e61656f686a716f7073767676" +
+    "7d7c788482798c8878938e789b9476a39a74aba072b4a76fbcae6cc4b468cdbb63d5c25edec958e7d150f0d846f9e03a" +
+    "fee838",
+  magma:
+    "0000040303120a0822130d341d114729115a36106b440f7651127c5d177f6a1c81762181832681902a819c2e7faa337d" +
+    "b73779c43c75d0416fdc4869e75263ef5d5ef56b5cf9795dfc8961fd9869fea772feb67cfec488fed395fde2a3fcf0b2" +
+    "fcfdbf",
+  RdBu_r:
+    "0530610e41791752901f63a82a71b23480b93f8ec0529dc86bacd184bcd99bc9e0aed3e6c2ddecd4e6f1e0ecf3ecf2f5" +
+    "f7f6f6f9eee7fbe5d8fddcc9fbccb4f8bb9ef5aa89ee9677e48066db6b55d05548c53e3dba2832ab162a930e267c0722" +
+    "67001f",
+  PuOr_r:
+    "2d004b390c5e4518715225845f3a916d529c7b6aa88a7eb39990bfa9a1cbb7b1d5c3c0ddcfcfe5dadcece4e5f0eeeef3" +
+    "f7f7f6f9efe1fce8cdfee1b9fed59ffdc885fdbc6bf7ac52ee9b39e58a20d97b12cb6e0dbd6109ae55069e4c078d4307" +
+    "7f3b08",
+  gray_r:
+    "fffffff7f7f7efefefe7e7e7dfdfdfd7d7d7cfcfcfc7c7c7bfbfbfb7b7b7afafafa7a7a79f9f9f9797978f8f8f878787" +
+    "7f7f7f7777776f6f6f6767675f5f5f5757574f4f4f4747473f3f3f3737372f2f2f2727271f1f1f1717170f0f0f070707" +
+    "000000",
+};
+
+const MASKED_FACE = "#eeeeee";
+const MASKED_HATCH = "#9a9a9a";
+const FULLY_MASKED_FACE = "#7a7a7a";
+const FONT = "11px sans-serif";
+const TITLE_FONT = "bold 12px sans-serif";
+const TEXT = "#222";
+
+const lutCache = {};
+function lut(name) {
+  if (!lutCache[name]) {
+    const hex = LUT_HEX[name] || LUT_HEX.viridis;
+    const n = hex.length / 6;
+    const table = new Uint8Array(n * 3);
+    for (let i = 0; i < n * 3; i++) table[i] = parseInt(hex.substr(2 * i, 2), 16);
+    lutCache[name] = table;
+  }
+  return lutCache[name];
+}
+
+// t in [0, 1] -> [r, g, b]
+function colourAt(table, t) {
+  const n = table.length / 3 - 1;
+  const x = Math.min(Math.max(t, 0), 1) * n;
+  const i = Math.min(Math.floor(x), n - 1);
+  const f = x - i;
+  return [0, 1, 2].map((c) => Math.round(table[3 * i + c] * (1 - f) + table[3 * i + 3 + c] * f));
+}
+
+function readArray(obj) {
+  if (!obj || !obj.shape) return null;
+  let raw = obj.buffer;
+  let buf;
+  if (raw instanceof ArrayBuffer) buf = raw;
+  else if (raw && ArrayBuffer.isView(raw)) {
+    buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
+  } else return null;
+  const data = obj.dtype === "float32" ? new Float32Array(buf) : new Uint8Array(buf);
+  return { shape: obj.shape, data };
+}
+
+// Cell text: fixed decimals (tiny values read 0.00, never -0.00); tooltips: 4 significant digits.
+function formatValue(v, digits) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === -Infinity) return "\u2212\u221e";
+  if (v === Infinity) return "+\u221e";
+  const a = Math.abs(v);
+  if (a >= 1e4) return v.toExponential(1);
+  return (a < 0.5 * Math.pow(10, -digits) ? 0 : v).toFixed(digits);
+}
+
+function formatPrecise(v) {
+  if (!Number.isFinite(v)) return formatValue(v, 0);
+  return String(Number(v.toPrecision(4)));
+}
+
+// The pattern lives in user space (the context is already scaled by devicePixelRatio).
+function hatchPattern(ctx) {
+  const s = 6;
+  const c = document.createElement("canvas");
+  c.width = s;
+  c.height = s;
+  const g = c.getContext("2d");
+  g.fillStyle = MASKED_FACE;
+  g.fillRect(0, 0, s, s);
+  g.strokeStyle = MASKED_HATCH;
+  g.lineWidth = 1;
+  g.beginPath();
+  // one diagonal plus the two corner pieces, so tiles join into continuous lines
+  g.moveTo(0, s);
+  g.lineTo(s, 0);
+  g.moveTo(-1, 1);
+  g.lineTo(1, -1);
+  g.moveTo(s - 1, s + 1);
+  g.lineTo(s + 1, s - 1);
+  g.stroke();
+  return ctx.createPattern(c, "repeat");
+}
+
+function textWidth(ctx, labels) {
+  let w = 0;
+  for (const s of labels) w = Math.max(w, ctx.measureText(s).width);
+  return Math.ceil(w);
+}
+
+function setupCanvas(canvas, width, height) {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.round(width * dpr));
+  canvas.height = Math.max(1, Math.round(height * dpr));
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, dpr };
+}
+
+// Coalesce the change events of one message into one redraw.
+function scheduler(fn) {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      fn();
+    });
+  };
+}
+
+function listen(model, keys, cb) {
+  for (const k of keys) model.on(`change:${k}`, cb);
+  return () => {
+    for (const k of keys) model.off(`change:${k}`, cb);
+  };
+}
+
+// ------------------------------------------------------------------------------------------
+// Heatmap
+
+const HEATMAP_KEYS = [
+  "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
+  "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
+  "highlight_row", "clickable", "digits", "colorbar_label",
+];
+
+function renderHeatmap({ model, el }) {
+  const root = document.createElement("div");
+  root.className = "ac-hm";
+  const canvas = document.createElement("canvas");
+  canvas.className = "ac-hm-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "img");
+  const tip = document.createElement("div");
+  tip.className = "ac-hm-tip";
+  tip.style.display = "none";
+  root.append(canvas, tip);
+  el.append(root);
+
+  let redraws = 0;
+  let geom = null; // layout of the last draw, used for hit tests
+  let cursor = null; // keyboard focus cell {panel,row,col}
+  let state = null;
+  let lastHover = null;
+
+  function read() {
+    const values = readArray(model.get("values"));
+    if (!values) return null;
+    const [P, R, C] = values.shape;
+    let masked = readArray(model.get("masked"));
+    if (masked && masked.data.length !== P * R * C) masked = null;
+    let full = readArray(model.get("fully_masked"));
+    if (full && full.data.length !== P * R) full = null;
+    return { values, masked, full, P, R, C };
+  }
+
+  function layout(ctx, st) {
+    const { P, R, C } = st;
+    const rowLabels = model.get("row_labels") || [];
+    const colLabels = model.get("col_labels") || [];
+    const titles = model.get("panel_titles") || [];
+    const title = model.get("title") || "";
+    const columns = model.get("columns") > 0 ? model.get("columns") : P <= 4 ? P : Math.ceil(P / Math.ceil(P / 4));
+    const nrows = Math.ceil(P / columns);
+    let cell = model.get("cell_size");
+    if (!(cell > 0)) cell = Math.floor(model.get("panel_size") / Math.max(R, C));
+    cell = Math.max(2, Math.min(cell, 40));
+    ctx.font = FONT;
+    const labelStep = Math.max(1, Math.ceil(12 / cell));
+    const rowLabelW = rowLabels.length === R ? Math.min(textWidth(ctx, rowLabels), 90) + 6 : 0;
+    const colLabelH = colLabels.length === C ? Math.min(textWidth(ctx, colLabels), 90) + 6 : 0;
+    const panelTitleH = titles.length ? 16 : 0;
+    const titleH = title ? 20 : 0;
+    const gap = 14;
+    const gridW = C * cell;
+    const gridH = R * cell;
+    const panels = [];
+    for (let p = 0; p < P; p++) {
+      const pr = Math.floor(p / columns);
+      const pc = p % columns;
+      const x0 = pc * (rowLabelW + gridW + gap);
+      const y0 = titleH + pr * (panelTitleH + colLabelH + gridH + gap);
+      panels.push({
+        x: x0 + rowLabelW, y: y0 + panelTitleH + colLabelH, titleY: y0,
+        rowLabels: pc === 0 || cell >= 14, colLabels: pr === 0 || cell >= 14,
+      });
+    }
+    const gridsW = columns * (rowLabelW + gridW + gap) - gap;
+    const gridsH = titleH + nrows * (panelTitleH + colLabelH + gridH + gap) - gap;
+    const showBar = model.get("show_colorbar");
+    const legend = [];
+    if (st.masked && st.masked.data.some((m) => m)) legend.push("masked");
+    if (st.full && st.full.data.some((m) => m)) legend.push("full");
+    const barX = gridsW + 18;
+    const barTop = titleH + panelTitleH + colLabelH;
+    const barH = Math.max(Math.min(gridH, 220), 100);
+    const barW = showBar || legend.length ? 70 + (legend.length ? 40 : 0) : 0;
+    let width = gridsW + (barW ? 18 + barW : 0);
+    // Titles may be wider than their grids: widen the canvas rather than clip them.
+    ctx.font = "bold 13px sans-serif";
+    if (title) width = Math.max(width, Math.ceil(ctx.measureText(title).width) + 4);
+    ctx.font = TITLE_FONT;
+    for (let p = 0; p < P && titles.length; p++) {
+      const need = panels[p].x + Math.ceil(ctx.measureText(titles[p] || "").width) + 4;
+      width = Math.max(width, need);
+    }
+    ctx.font = FONT;
+    const height = Math.max(gridsH, barTop + (showBar ? barH + 8 : 0) + legend.length * 18 + 4);
+    return {
+      P, R, C, cell, columns, rowLabelW, colLabelH, panelTitleH, titleH, panels, labelStep,
+      rowLabels, colLabels, titles, title, width, height, showBar, barX, barTop, barH, legend,
+    };
+  }
+
+  function draw() {
+    state = read();
+    const limits = model.get("limits") || [0, 1];
+    if (!state) {
+      const { ctx } = setupCanvas(canvas, 10, 10);
+      ctx.clearRect(0, 0, 10, 10);
+      geom = null;
+      finish();
+      return;
+    }
+    const probe = canvas.getContext("2d");
+    const g = layout(probe, state);
+    const { ctx } = setupCanvas(canvas, g.width, g.height);
+    geom = g;
+    ctx.clearRect(0, 0, g.width, g.height);
+    const table = lut(model.get("colormap"));
+    const [lo, hi] = limits;
+    const span = hi > lo ? hi - lo : 1;
+    const { P, R, C, cell } = g;
+    const vals = state.values.data;
+    const msk = state.masked ? state.masked.data : null;
+    const full = state.full ? state.full.data : null;
+    const pattern = hatchPattern(ctx);
+    const showNumbers = model.get("show_numbers") && cell >= 16;
+    const digits = model.get("digits");
+
+    if (g.title) {
+      ctx.font = "bold 13px sans-serif";
+      ctx.fillStyle = TEXT;
+      ctx.textBaseline = "top";
+      ctx.textAlign = "left";
+      ctx.fillText(g.title, 0, 2);
+    }
+    // One offscreen image per panel (one pixel per cell) scaled up without smoothing.
+    const off = document.createElement("canvas");
+    off.width = C;
+    off.height = R;
+    const offCtx = off.getContext("2d");
+    const img = offCtx.createImageData(C, R);
+    for (let p = 0; p < P; p++) {
+      const pan = g.panels[p];
+      const base = p * R * C;
+      for (let i = 0; i < R * C; i++) {
+        const v = vals[base + i];
+        const [r, gg, b] = Number.isFinite(v) ? colourAt(table, (v - lo) / span) : [255, 255, 255];
+        img.data[4 * i] = r;
+        img.data[4 * i + 1] = gg;
+        img.data[4 * i + 2] = b;
+        img.data[4 * i + 3] = 255;
+      }
+      offCtx.putImageData(img, 0, 0);
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(off, pan.x, pan.y, C * cell, R * cell);
+      // Masked (and non-finite) cells: hatched, merged into runs along each row.
+      ctx.fillStyle = pattern;
+      for (let r = 0; r < R; r++) {
+        if (full && full[p * R + r]) continue;
+        let start = -1;
+        for (let c = 0; c <= C; c++) {
+          const k = base + r * C + c;
+          const hidden = c < C && ((msk && msk[k]) || !Number.isFinite(vals[k]));
+          if (hidden && start < 0) start = c;
+          if (!hidden && start >= 0) {
+            ctx.fillRect(pan.x + start * cell, pan.y + r * cell, (c - start) * cell, cell);
+            start = -1;
+          }
+        }
+      }
+      if (full) {
+        ctx.fillStyle = FULLY_MASKED_FACE;
+        for (let r = 0; r < R; r++) {
+          if (full[p * R + r]) ctx.fillRect(pan.x, pan.y + r * cell, C * cell, cell);
+        }
+      }
+      if (showNumbers) {
+        ctx.font = `${Math.min(11, Math.floor(cell * 0.42))}px sans-serif`;
+        ctx.textAlign = "center";
+        ctx.textBaseline = "middle";
+        for (let r = 0; r < R; r++) {
+          if (full && full[p * R + r]) continue;
+          for (let c = 0; c < C; c++) {
+            const k = base + r * C + c;
+            const v = vals[k];
+            if (msk && msk[k] && Number.isFinite(v)) continue;
+            let colour = "#444";
+            if (Number.isFinite(v)) {
+              const [cr, cg, cb] = colourAt(table, (v - lo) / span);
+              colour = 0.299 * cr + 0.587 * cg + 0.114 * cb > 140 ? "#000" : "#fff";
+            }
+            ctx.fillStyle = colour;
+            ctx.fillText(formatValue(v, digits), pan.x + (c + 0.5) * cell, pan.y + (r + 0.5) * cell);
+          }
+        }
+      }
+      ctx.strokeStyle = "#888";
+      ctx.lineWidth = 1;
+      ctx.strokeRect(pan.x - 0.5, pan.y - 0.5, C * cell + 1, R * cell + 1);
+      const hr = model.get("highlight_row");
+      if (hr >= 0 && hr < R) {
+        ctx.lineWidth = 2;
+        ctx.strokeStyle = "#000";
+        ctx.strokeRect(pan.x - 1, pan.y + hr * cell - 1, C * cell + 2, cell + 2);
+        ctx.lineWidth = 1;
+        ctx.strokeStyle = "#fff";
+        ctx.strokeRect(pan.x + 0.5, pan.y + hr * cell + 0.5, C * cell - 1, cell - 1);
+      }
+      drawLabels(ctx, g, pan, p);
+    }
+    if (cursor && cursor.panel < P && cursor.row < R && cursor.col < C) {
+      const pan = g.panels[cursor.panel];
+      ctx.setLineDash([3, 2]);
+      ctx.strokeStyle = "#e4572e";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(pan.x + cursor.col * cell + 1, pan.y + cursor.row * cell + 1, cell - 2, cell - 2);
+      ctx.setLineDash([]);
+    }
+    drawColourbar(ctx, g, table, lo, hi, pattern);
+    canvas.style.cursor = model.get("clickable") ? "pointer" : "default";
+    canvas.setAttribute("aria-label", `${g.title || "heatmap"}: ${P} x ${R} x ${C}`);
+    finish();
+  }
+
+  function drawLabels(ctx, g, pan, p) {
+    ctx.font = FONT;
+    ctx.fillStyle = TEXT;
+    if (g.titles.length) {
+      ctx.font = TITLE_FONT;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "top";
+      ctx.fillText(g.titles[p] || "", pan.x, pan.titleY + 1);
+      ctx.font = FONT;
+    }
+    if (pan.rowLabels && g.rowLabelW) {
+      ctx.textAlign = "right";
+      ctx.textBaseline = "middle";
+      for (let r = 0; r < g.R; r += g.labelStep) {
+        ctx.fillText(g.rowLabels[r], pan.x - 4, pan.y + (r + 0.5) * g.cell, g.rowLabelW - 6);
+      }
+    }
+    if (pan.colLabels && g.colLabelH) {
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      for (let c = 0; c < g.C; c += g.labelStep) {
+        ctx.save();
+        ctx.translate(pan.x + (c + 0.5) * g.cell, pan.y - 4);
+        ctx.rotate(-Math.PI / 2);
+        ctx.fillText(g.colLabels[c], 0, 0, g.colLabelH - 6);
+        ctx.restore();
+      }
+    }
+  }
+
+  function drawColourbar(ctx, g, table, lo, hi, pattern) {
+    let y = g.barTop;
+    const x = g.barX;
+    if (g.showBar) {
+      const label = model.get("colorbar_label");
+      for (let i = 0; i < g.barH; i++) {
+        const [r, gg, b] = colourAt(table, 1 - i / (g.barH - 1));
+        ctx.fillStyle = `rgb(${r},${gg},${b})`;
+        ctx.fillRect(x, y + i, 12, 1);
+      }
+      ctx.strokeStyle = "#888";
+      ctx.lineWidth = 1;
+      ctx.strokeRect(x - 0.5, y - 0.5, 13, g.barH + 1);
+      ctx.font = FONT;
+      ctx.fillStyle = TEXT;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      // One number format for all ticks, chosen from the spacing between them.
+      const step = (hi - lo) / 4;
+      const digits = Math.min(Math.max(2 - Math.floor(Math.log10(step || 1)), 0), 6);
+      for (let t = 0; t <= 4; t++) {
+        let v = hi - step * t;
+        if (Math.abs(v) < step * 1e-6) v = 0;
+        const ty = y + ((g.barH - 1) * t) / 4;
+        ctx.fillRect(x + 12, ty, 3, 1);
+        const a = Math.abs(v);
+        ctx.fillText(a >= 1e5 ? v.toExponential(1) : v.toFixed(digits), x + 17, ty);
+      }
+      if (label) {
+        ctx.save();
+        ctx.translate(x - 4, y + g.barH / 2);
+        ctx.rotate(-Math.PI / 2);
+        ctx.textAlign = "center";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(label, 0, 0);
+        ctx.restore();
+      }
+      y += g.barH + 8;
+    }
+    for (const item of g.legend) {
+      ctx.fillStyle = item === "masked" ? pattern : FULLY_MASKED_FACE;
+      ctx.fillRect(x, y, 12, 12);
+      ctx.strokeStyle = "#888";
+      ctx.strokeRect(x - 0.5, y - 0.5, 13, 13);
+      ctx.fillStyle = TEXT;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.font = FONT;
+      ctx.fillText(item === "masked" ? "masked" : "no keys", x + 17, y + 6);
+      y += 18;
+    }
+  }
+
+  function finish() {
+    // a tooltip left open over a cell now describes the new numbers
+    if (lastHover && tip.style.display !== "none" && geom) {
+      const h = lastHover;
+      if (h.panel < geom.P && h.row < geom.R && h.col < geom.C) tip.textContent = describe(h);
+      else tip.style.display = "none";
+    }
+    redraws += 1;
+    el.dataset.redraws = String(redraws);
+    root.dataset.redraws = String(redraws);
+  }
+
+  function hit(evt) {
+    if (!geom) return null;
+    const rect = canvas.getBoundingClientRect();
+    const x = evt.clientX - rect.left;
+    const y = evt.clientY - rect.top;
+    for (let p = 0; p < geom.P; p++) {
+      const pan = geom.panels[p];
+      const col = Math.floor((x - pan.x) / geom.cell);
+      const row = Math.floor((y - pan.y) / geom.cell);
+      if (row >= 0 && row < geom.R && col >= 0 && col < geom.C) return { panel: p, row, col, x, y };
+    }
+    return null;
+  }
+
+  function describe(h) {
+    const { R, C } = geom;
+    const k = h.panel * R * C + h.row * C + h.col;
+    const v = state.values.data[k];
+    const rl = geom.rowLabels[h.row];
+    const cl = geom.colLabels[h.col];
+    const rowName = rl !== undefined ? `${rl} (${h.row})` : `row ${h.row}`;
+    const colName = cl !== undefined ? `${cl} (${h.col})` : `col ${h.col}`;
+    let text = `${rowName} \u2192 ${colName}: ${formatPrecise(v)}`;
+    if (geom.titles.length) text = `${geom.titles[h.panel]}: ${text}`;
+    if (state.full && state.full.data[h.panel * R + h.row]) text += " (row has no keys to attend to)";
+    else if (state.masked && state.masked.data[k]) text += " (masked)";
+    return text;
+  }
+
+  function sendClick(h) {
+    model.send({ event: "click", panel: h.panel, row: h.row, col: h.col });
+  }
+
+  const onMove = (evt) => {
+    const h = hit(evt);
+    lastHover = h;
+    if (!h) {
+      tip.style.display = "none";
+      return;
+    }
+    tip.textContent = describe(h);
+    tip.style.display = "block";
+    tip.style.left = `${h.x + 14}px`;
+    tip.style.top = `${h.y + 10}px`;
+  };
+  const onLeave = () => {
+    tip.style.display = "none";
+  };
+  const onClick = (evt) => {
+    const h = hit(evt);
+    if (h && model.get("clickable")) {
+      cursor = { panel: h.panel, row: h.row, col: h.col };
+      sendClick(h);
+    }
+  };
+  const onKey = (evt) => {
+    if (!geom || !model.get("clickable")) return;
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (!cursor) cursor = { panel: 0, row: 0, col: 0 };
+    if (moves[evt.key]) {
+      const [dr, dc] = moves[evt.key];
+      cursor.row = Math.min(Math.max(cursor.row + dr, 0), geom.R - 1);
+      cursor.col = Math.min(Math.max(cursor.col + dc, 0), geom.C - 1);
+      evt.preventDefault();
+      draw();
+    } else if (evt.key === "Enter" || evt.key === " ") {
+      evt.preventDefault();
+      sendClick(cursor);
+    }
+  };
+  canvas.addEventListener("mousemove", onMove);
+  canvas.addEventListener("mouseleave", onLeave);
+  canvas.addEventListener("click", onClick);
+  canvas.addEventListener("keydown", onKey);
+
+  const stop = listen(model, HEATMAP_KEYS, scheduler(draw));
+  draw();
+  return () => {
+    stop();
+    canvas.removeEventListener("mousemove", onMove);
+    canvas.removeEventListener("mouseleave", onLeave);
+    canvas.removeEventListener("click", onClick);
+    canvas.removeEventListener("keydown", onKey);
+  };
+}
+
+// ------------------------------------------------------------------------------------------
+// Token lines (query tokens on the left, key tokens on the right)
+
+const LINES_KEYS = ["weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color"];
+
+function renderLines({ model, el }) {
+  const root = document.createElement("div");
+  root.className = "ac-tl";
+  const canvas = document.createElement("canvas");
+  canvas.className = "ac-tl-canvas";
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "img");
+  root.append(canvas);
+  el.append(root);
+  let redraws = 0;
+  let geom = null;
+  let hover = -1;
+
+  function draw() {
+    const w = readArray(model.get("weights"));
+    const qt = model.get("query_tokens") || [];
+    const kt = model.get("key_tokens") || [];
+    const title = model.get("title") || "";
+    const probe = canvas.getContext("2d");
+    probe.font = "13px sans-serif";
+    const Tq = w ? w.shape[w.shape.length - 2] : 0;
+    const Tk = w ? w.shape[w.shape.length - 1] : 0;
+    const rowH = Math.max(Tq, Tk) > 32 ? 14 : 20;
+    const leftW = Math.min(textWidth(probe, qt), 140) + 12;
+    const rightW = Math.min(textWidth(probe, kt), 140) + 12;
+    const gapW = 150;
+    const titleH = title ? 22 : 0;
+    const width = leftW + gapW + rightW + 4;
+    const height = titleH + Math.max(Tq, Tk, 1) * rowH + 8;
+    const { ctx } = setupCanvas(canvas, width, height);
+    geom = { rowH, titleH, leftW, gapW, Tq, Tk };
+    ctx.clearRect(0, 0, width, height);
+    const colour = model.get("color") || "#1f77b4";
+    if (title) {
+      ctx.font = "bold 13px sans-serif";
+      ctx.fillStyle = TEXT;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "top";
+      ctx.fillText(title, 0, 2);
+    }
+    const active = hover >= 0 ? hover : model.get("selected");
+    const y = (i) => titleH + (i + 0.5) * rowH + 4;
+    const x1 = leftW;
+    const x2 = leftW + gapW;
+    if (w) {
+      const m = readArray(model.get("masked"));
+      ctx.strokeStyle = colour;
+      ctx.lineCap = "round";
+      for (let i = 0; i < Tq; i++) {
+        if (active >= 0 && i !== active) continue;
+        for (let j = 0; j < Tk; j++) {
+          const k = i * Tk + j;
+          const v = w.data[k];
+          if (!(v > 0) || (m && m.data[k])) continue;
+          ctx.globalAlpha = Math.min(1, v);
+          ctx.lineWidth = 1 + 4 * v;
+          ctx.beginPath();
+          ctx.moveTo(x1, y(i));
+          ctx.lineTo(x2, y(j));
+          ctx.stroke();
+        }
+      }
+      ctx.globalAlpha = 1;
+      // Key tokens shaded by the active query's weights.
+      if (active >= 0 && active < Tq) {
+        for (let j = 0; j < Tk; j++) {
+          const v = w.data[active * Tk + j];
+          if (!(v > 0)) continue;
+          ctx.globalAlpha = Math.min(1, v) * 0.6;
+          ctx.fillStyle = colour;
+          ctx.fillRect(x2 + 2, y(j) - rowH / 2 + 1, rightW - 4, rowH - 2);
+        }
+        ctx.globalAlpha = 0.25;
+        ctx.fillStyle = colour;
+        ctx.fillRect(0, y(active) - rowH / 2 + 1, leftW - 4, rowH - 2);
+        ctx.globalAlpha = 1;
+      }
+    }
+    ctx.font = `${rowH > 14 ? 13 : 11}px sans-serif`;
+    ctx.fillStyle = TEXT;
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    qt.slice(0, Tq).forEach((t, i) => ctx.fillText(t, leftW - 6, y(i), leftW - 8));
+    ctx.textAlign = "left";
+    kt.slice(0, Tk).forEach((t, j) => ctx.fillText(t, x2 + 6, y(j), rightW - 8));
+    redraws += 1;
+    el.dataset.redraws = String(redraws);
+    root.dataset.redraws = String(redraws);
+  }
+
+  function queryAt(evt) {
+    if (!geom) return -1;
+    const rect = canvas.getBoundingClientRect();
+    const x = evt.clientX - rect.left;
+    const yy = evt.clientY - rect.top - geom.titleH - 4;
+    const i = Math.floor(yy / geom.rowH);
+    return x < geom.leftW && i >= 0 && i < geom.Tq ? i : -1;
+  }
+  const onMove = (evt) => {
+    const i = queryAt(evt);
+    if (i !== hover) {
+      hover = i;
+      draw();
+    }
+  };
+  const onLeave = () => {
+    hover = -1;
+    draw();
+  };
+  const onClick = (evt) => {
+    const i = queryAt(evt);
+    if (i >= 0) {
+      model.set("selected", model.get("selected") === i ? -1 : i);
+      model.save_changes();
+    }
+  };
+  const onKey = (evt) => {
+    if (!geom || !geom.Tq) return;
+    const s = model.get("selected");
+    let next = null;
+    if (evt.key === "ArrowDown") next = Math.min(s + 1, geom.Tq - 1);
+    if (evt.key === "ArrowUp") next = Math.max(s - 1, 0);
+    if (evt.key === "Escape") next = -1;
+    if (next !== null) {
+      evt.preventDefault();
+      model.set("selected", next);
+      model.save_changes();
+    }
+  };
+  canvas.addEventListener("mousemove", onMove);
+  canvas.addEventListener("mouseleave", onLeave);
+  canvas.addEventListener("click", onClick);
+  canvas.addEventListener("keydown", onKey);
+  const stop = listen(model, LINES_KEYS, scheduler(draw));
+  draw();
+  return () => {
+    stop();
+    canvas.removeEventListener("mousemove", onMove);
+    canvas.removeEventListener("mouseleave", onLeave);
+    canvas.removeEventListener("click", onClick);
+    canvas.removeEventListener("keydown", onKey);
+  };
+}
+
+function render({ model, el }) {
+  return model.get("_kind") === "lines" ? renderLines({ model, el }) : renderHeatmap({ model, el });
+}
+
+export default { render };
