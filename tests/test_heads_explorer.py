@@ -9,7 +9,7 @@ import torch
 import traitlets
 
 from attention import merge_heads, split_heads
-from attention.explore_more import (
+from attention.explore import (
     HEADS_D_MODELS,
     HEADS_MAX,
     HeadsParams,
@@ -22,9 +22,9 @@ from widgets.heads_explorer import HeadsExplorer
 def _torch_mha_like(r):
     """An nn.MultiheadAttention carrying the same weights as the explorer's module."""
     p = r.params
-    from attention.explore_more import _seeded_mha
+    from attention.explore._util import seeded_mha
 
-    ours = _seeded_mha(p.d_model, p.n_heads, p.seed)
+    ours = seeded_mha(p.d_model, p.n_heads, p.seed)
     theirs = torch.nn.MultiheadAttention(p.d_model, p.n_heads, batch_first=True).eval()
     with torch.no_grad():
         theirs.in_proj_weight.copy_(

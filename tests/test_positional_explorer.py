@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention.explore_more import (
+from attention.explore import (
     PE_DIMS_MAX,
     PositionalParams,
     explore_positional,

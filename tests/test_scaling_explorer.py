@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention.explore_more import D_K_MAX, N_KEYS_MAX, ScalingParams, explore_scaling
+from attention.explore import D_K_MAX, N_KEYS_MAX, ScalingParams, explore_scaling
 from widgets.scaling_explorer import ScalingExplorer
 
 # --- the pure function ----------------------------------------------------------------------

@@ -22,8 +22,8 @@ The shape of an explorer (the house style):
 Any exception inside refresh() is shown in `explorer.error` (an HTML area), never as a
 traceback; `explorer.result` holds the last good result for code to read.
 `with explorer.hold_refresh(): ...` changes several controls with one refresh after;
-`_compute` runs under `one_thread()` (see its docstring for why). The Export button saves
-`_views()` to exports/<name>_<view>.png/.svg/.csv (widgets.export).
+`_compute` runs under `one_thread()` (from `attention.explore`; its docstring says why). The
+Export button saves `_views()` to exports/<name>_<view>.png/.svg/.csv (widgets.export).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+
+from attention import divisors as divisors  # re-exported: the head counts a width allows
+from attention.explore import one_thread
 
 CSS_PREFIX = "ac"
 
@@ -58,11 +61,6 @@ DEFAULT_EXPORT_DIR = "exports"
 def css(name: str) -> str:
     """Stable CSS class for browser tests and styling: css("heatmap") -> "ac-heatmap"."""
     return f"{CSS_PREFIX}-{name}"
-
-
-def divisors(n: int) -> list[int]:
-    """All divisors of n in increasing order (the head counts a width allows)."""
-    return [h for h in range(1, n + 1) if n % h == 0]
 
 
 def shape_str(shape: Iterable[int]) -> str:
@@ -187,6 +185,23 @@ def clamp_slider(slider: widgets.IntSlider, max_: int) -> None:
         slider.max = max_
 
 
+def refuse_clamped(name: str, control: widgets.Widget, requested: float) -> None:
+    """Raise if a control clamped a starting value instead of taking it (sliders do silently)."""
+    if math.isclose(float(control.value), float(requested), rel_tol=1e-9, abs_tol=1e-12):
+        return
+    lo, hi = control.min, control.max
+    if isinstance(control, widgets.FloatLogSlider):
+        lo, hi = control.base**lo, control.base**hi
+    raise ValueError(f"{name}: expected a value in [{lo:g}, {hi:g}], got {requested}")
+
+
+def panel_row(children: Sequence[widgets.Widget]) -> widgets.HBox:
+    """Panels side by side, wrapping onto the next line when the page is narrow."""
+    for child in children:
+        child.layout.margin = "0 16px 8px 0"  # ipywidgets' Layout has no flex `gap`
+    return widgets.HBox(list(children), layout=widgets.Layout(flex_flow="row wrap"))
+
+
 # --- readouts and errors --------------------------------------------------------------------
 
 
@@ -225,27 +240,6 @@ class ErrorArea(widgets.HTML):
             self.message = ""
             self.value = ""
             self.layout.display = "none"
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block (restored after).
-
-    An update is many tiny tensor ops; on a busy 2-core machine torch's second thread spins
-    and waits. Measured at AttentionExplorer's largest setting, load 5: 65 ms with 2 threads,
-    2 ms with 1.
-    """
-    import torch  # the explorers need torch anyway; _common itself stays light to import
-
-    n = torch.get_num_threads()
-    if n == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 # --- the explorer base class ----------------------------------------------------------------

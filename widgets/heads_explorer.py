@@ -18,7 +18,7 @@ import html
 import ipywidgets as widgets
 import torch
 
-from attention.explore_more import (
+from attention.explore import (
     HEADS_BATCH_MAX,
     HEADS_D_MODELS,
     HEADS_SEQ_MAX,
@@ -35,12 +35,13 @@ from ._common import (
     css,
     dropdown,
     int_slider,
+    panel_row,
+    refuse_clamped,
     set_options,
     table_html,
     toggle,
 )
 from .heatmap import Heatmap
-from .scaling_explorer import panel_row, refuse_clamped
 
 SMALL = 150  # px per small-multiple panel
 
@@ -62,7 +63,7 @@ class HeadsExplorer(Explorer):
 
     Controls: d_model, n_heads (only divisors of d_model, at most 16), seq_len, batch, seed and
     "forget the transpose". Panels show batch item 0. `result` is the HeadsResult of
-    `attention.explore_more.explore_heads`, holding both the right and the wrong path.
+    `attention.explore.explore_heads`, holding both the right and the wrong path.
     """
 
     def __init__(

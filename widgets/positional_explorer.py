@@ -18,7 +18,7 @@ from pathlib import Path
 import ipywidgets as widgets
 import torch
 
-from attention.explore_more import (
+from attention.explore import (
     PE_D_MODEL_MAX,
     PE_DIMS_MAX,
     PE_SEQ_MAX,
@@ -28,9 +28,9 @@ from attention.explore_more import (
     explore_positional,
 )
 
-from ._common import DIVERGING_CMAP, Explorer, css, int_slider, toggle
+from ._common import DIVERGING_CMAP, Explorer, css, int_slider, panel_row, refuse_clamped, toggle
+from .chart import PALETTE, SeriesChart, export_chart
 from .heatmap import Heatmap
-from .scaling_explorer import PALETTE, SeriesChart, export_chart, panel_row, refuse_clamped
 
 SHUFFLE_MAX = 9999
 
@@ -55,7 +55,7 @@ class PositionalEncodingExplorer(Explorer):
     Controls: seq_len (1..64), d_model (2..128, even), the dimensions drawn as curves (up to 8),
     "add positional encoding", the shuffle seed with buttons "shuffle tokens" (a new order) and
     "restore order" (seed 0), and the seed of embeddings and weights. `result` is the
-    PositionalResult of `attention.explore_more.explore_positional`.
+    PositionalResult of `attention.explore.explore_positional`.
     """
 
     def __init__(
