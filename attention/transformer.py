@@ -296,6 +296,12 @@ class Transformer(nn.Module):
         kw = dict(norm_first=c.norm_first, dropout=c.dropout)
         self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, **kw)
         self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, **kw)
+        # Entries of std 1/sqrt(M): after the sqrt(M) scaling below they have std 1, the same
+        # size as the positional encoding, so neither drowns the other.
+        for table in (self.src_embed, self.tgt_embed):
+            nn.init.normal_(table.weight, std=c.d_model**-0.5)
+            with torch.no_grad():
+                table.weight[c.pad_id].zero_()
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         if c.tie_output:
             self.generator.weight = self.tgt_embed.weight

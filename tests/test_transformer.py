@@ -120,3 +120,11 @@ def test_embeddings_are_scaled_by_sqrt_d_model_and_positions_added():
 def test_tied_output_shares_the_target_embedding():
     model = _model(tie_output=True)
     assert model.generator.weight is model.tgt_embed.weight
+
+
+def test_scaled_embeddings_start_at_the_size_of_the_positional_encoding():
+    cfg = A.TransformerConfig(500, 500, d_model=64, n_heads=4)
+    model = A.Transformer(cfg)
+    scaled = model.src_embed.weight[1:] * 64**0.5  # row 0 is padding
+    assert abs(scaled.std().item() - 1.0) < 0.05
+    assert (model.src_embed.weight[cfg.pad_id] == 0).all()
