@@ -1,0 +1,425 @@
+"""Checkers of lessons 1-5: references pass, stubs are "not attempted", typical mistakes named."""
+
+import ast
+import inspect
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from attention.exercises import basics, basics_solutions
+from attention.exercises.basics import (
+    check_additive_scores,
+    check_attention,
+    check_attention_shapes,
+    check_bilinear_scores,
+    check_dot_product_variance,
+    check_gaussian_pooling,
+    check_rnn_final_state,
+    check_softmax,
+    check_softmax_jacobian,
+    check_vocabulary,
+)
+
+LESSONS = Path(__file__).resolve().parents[1] / "lessons"
+BASICS_LESSONS = sorted(LESSONS.glob("0[1-5]_*.ipynb"))
+
+# checker -> its reference solution
+PAIRS = {
+    check_rnn_final_state: basics_solutions.solution_rnn_final_state,
+    check_vocabulary: basics_solutions.solution_vocabulary,
+    check_softmax: basics_solutions.solution_softmax,
+    check_gaussian_pooling: basics_solutions.solution_gaussian_pooling,
+    check_additive_scores: basics_solutions.solution_additive_scores,
+    check_bilinear_scores: basics_solutions.solution_bilinear_scores,
+    check_attention: basics_solutions.solution_attention,
+    check_attention_shapes: basics_solutions.solution_attention_shapes,
+    check_dot_product_variance: basics_solutions.solution_dot_product_variance,
+    check_softmax_jacobian: basics_solutions.solution_softmax_jacobian,
+}
+
+
+def run(check, fn, capsys):
+    """Run a checker; return (its bool, what it printed)."""
+    ok = check(fn)
+    return ok, capsys.readouterr().out
+
+
+def test_every_checker_has_a_solution():
+    assert sorted(c.__name__ for c in PAIRS) == sorted(basics.__all__)
+
+
+@pytest.mark.parametrize("check", PAIRS, ids=lambda c: c.__name__)
+def test_reference_solution_passes(check, capsys):
+    ok, out = run(check, PAIRS[check], capsys)
+    assert ok is True, out
+    assert out.startswith("Correct: ")
+
+
+@pytest.mark.parametrize("check", PAIRS, ids=lambda c: c.__name__)
+def test_stub_is_not_attempted(check, capsys):
+    def my_answer(*args):
+        raise NotImplementedError
+
+    ok, out = run(check, my_answer, capsys)
+    assert ok is False
+    assert out == "Not attempted yet: write my_answer above, then run this cell\n"
+
+
+@pytest.mark.parametrize("check", PAIRS, ids=lambda c: c.__name__)
+def test_a_crash_is_reported_not_raised(check, capsys):
+    def my_answer(*args):
+        return 1 / 0
+
+    ok, out = run(check, my_answer, capsys)
+    assert ok is False
+    assert "my_answer raised ZeroDivisionError: division by zero" in out
+
+
+@pytest.mark.parametrize("check", PAIRS, ids=lambda c: c.__name__)
+def test_checkers_leave_the_global_random_state_alone(check, capsys):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check(PAIRS[check])
+    torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_returning_a_non_tensor_is_named(capsys):
+    ok, out = run(check_softmax, lambda scores: scores.tolist(), capsys)
+    assert not ok and "expected a torch.Tensor, got list" in out
+
+
+# --- lesson 1 ----------------------------------------------------------------------------------
+
+
+def rnn_all_states(x, w_x, w_h):
+    h, states = torch.zeros(w_h.shape[0]), []
+    for x_t in x:
+        h = torch.tanh(x_t @ w_x + h @ w_h)
+        states.append(h)
+    return torch.stack(states)
+
+
+def rnn_no_tanh(x, w_x, w_h):
+    h = torch.zeros(w_h.shape[0])
+    for x_t in x:
+        h = x_t @ w_x + h @ w_h
+    return h
+
+
+def rnn_no_recurrence(x, w_x, w_h):
+    return torch.tanh(x[-1] @ w_x)
+
+
+def rnn_off_by_a_bit(x, w_x, w_h):
+    return basics_solutions.solution_rnn_final_state(x, w_x, w_h) + 0.01
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (rnn_all_states, "you returned every state h_1..h_T"),
+        (rnn_no_tanh, "the tanh is missing"),
+        (rnn_no_recurrence, "h_T ignores the previous state"),
+        (rnn_off_by_a_bit, "final state: wrong value at position (0,): expected "),
+    ],
+)
+def test_rnn_mistakes(fn, message, capsys):
+    ok, out = run(check_rnn_final_state, fn, capsys)
+    assert not ok and message in out, out
+
+
+def test_vocabulary_mistakes(capsys):
+    answers = basics_solutions.solution_vocabulary() | {"self-attention": "layer"}
+    ok, out = run(check_vocabulary, lambda: answers, capsys)
+    assert not ok
+    assert "self-attention is not 'layer': self-attention is a way of using" in out
+    assert "SDPA" not in out  # only the wrong term is explained
+
+    ok, out = run(check_vocabulary, lambda: {"SDPA": "function"}, capsys)
+    assert not ok and "missing term 'MHA'" in out
+
+    answers = basics_solutions.solution_vocabulary() | {"MHA": "a module"}
+    ok, out = run(check_vocabulary, lambda: answers, capsys)
+    assert not ok and "MHA: 'a module' is not one of" in out
+
+
+def test_vocabulary_accepts_case_and_spacing(capsys):
+    answers = {
+        "sdpa": "Function ",
+        "mha": "LAYER",
+        "Self attention": "usage",
+        "transformer": "architecture",
+    }
+    ok, out = run(check_vocabulary, lambda: answers, capsys)
+    assert ok, out
+
+
+# --- lesson 2 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda s: torch.softmax(s, dim=0), "softmax over dim=0"),
+        (lambda s: s.exp() / s.exp().sum(dim=1, keepdim=True), "softmax over dim=1 works for 2-D"),
+        (lambda s: s.exp(), "did not divide by the row sum"),
+        (lambda s: s / s.sum(-1, keepdim=True), "the exp is missing"),
+        (lambda s: s.exp() / s.exp().sum(-1, keepdim=True), "exp(1000) overflows"),
+    ],
+)
+def test_softmax_mistakes(fn, message, capsys):
+    ok, out = run(check_softmax, fn, capsys)
+    assert not ok and message in out, out
+
+
+def pooling(score, dim=-1, normalise=True):
+    def my_pooling(queries, keys, values, width):
+        s = score(queries[:, None] - keys[None, :], width)
+        w = torch.softmax(s, dim=dim) if normalise else s.exp()
+        return w @ values
+
+    return my_pooling
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (pooling(lambda d, w: -(d**2) / (2 * w**2), normalise=False), "are not normalised"),
+        (pooling(lambda d, w: -d.abs() / (2 * w**2)), "use the squared distance"),
+        (pooling(lambda d, w: -(d**2) / (2 * w)), "it enters squared"),
+        (pooling(lambda d, w: -(d**2) / w**2), "has a factor 1/2"),
+        (pooling(lambda d, w: d**2 / (2 * w**2)), "must be minus the squared distance"),
+        (pooling(lambda d, w: -(d**2) / (2 * w**2), dim=0), "softmax over the queries"),
+        (
+            lambda q, k, v, w: torch.softmax(-((q[:, None] - k) ** 2) / (2 * w**2), -1),
+            "you returned the weights (Tq, Tk)",
+        ),
+        (lambda q, k, v, w: torch.full_like(q, v.mean()), "wrong value at position (0,)"),
+    ],
+)
+def test_gaussian_pooling_mistakes(fn, message, capsys):
+    ok, out = run(check_gaussian_pooling, fn, capsys)
+    assert not ok and message in out, out
+
+
+# --- lesson 3 ----------------------------------------------------------------------------------
+
+
+def additive(inner, outer=lambda f, w_v: torch.tanh(f) @ w_v, transpose=False):
+    def my_scores(query, key, w_q, w_k, w_v):
+        scores = outer(inner((query @ w_q).unsqueeze(2), (key @ w_k).unsqueeze(1)), w_v)
+        return scores.transpose(1, 2) if transpose else scores
+
+    return my_scores
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (additive(torch.add, outer=lambda f, w_v: f @ w_v), "the tanh is missing"),
+        (additive(torch.add, outer=lambda f, w_v: torch.tanh(f @ w_v)), "tanh goes inside"),
+        (additive(torch.mul), "added, not multiplied"),
+        (additive(torch.add, transpose=True), "yours are transposed"),
+        (
+            lambda *a: torch.softmax(basics_solutions.solution_additive_scores(*a), -1),
+            "you returned the softmax weights",
+        ),
+    ],
+)
+def test_additive_mistakes(fn, message, capsys):
+    ok, out = run(check_additive_scores, fn, capsys)
+    assert not ok and message in out, out
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda q, k, w: q @ w @ k.transpose(1, 2), "not scaled: divide by sqrt(Dk) = sqrt(8)"),
+        (lambda q, k, w: q @ w @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), "not by sqrt(Dq)"),
+        (lambda q, k, w: q @ w @ k.transpose(1, 2) / k.shape[-1], "you divided by Dk = 8"),
+        (lambda q, k, w: q @ (k @ w.T).transpose(1, 2), "not scaled"),
+    ],
+)
+def test_bilinear_mistakes(fn, message, capsys):
+    ok, out = run(check_bilinear_scores, fn, capsys)
+    assert not ok and message in out, out
+
+
+# --- lesson 4 ----------------------------------------------------------------------------------
+
+
+def attention(scale=lambda d, dv: math.sqrt(d), dim=-1, weights_only=False, use_T=False):
+    def my_attention(query, key, value):
+        k_t = key.T if use_T else key.transpose(-2, -1)
+        weights = torch.softmax(query @ k_t / scale(query.shape[-1], value.shape[-1]), dim=dim)
+        return weights if weights_only else weights @ value
+
+    return my_attention
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (attention(scale=lambda d, dv: 1.0), "not scaled: divide by sqrt(d_k) = sqrt(8)"),
+        (attention(scale=lambda d, dv: d), "you divided by d_k = 8; divide by sqrt(d_k)"),
+        (attention(scale=lambda d, dv: math.sqrt(dv)), "you divided by sqrt(d_v) = sqrt(3)"),
+        (attention(dim=-2), "softmax over the queries (dim=-2)"),
+        (attention(weights_only=True), "you returned the weights (..., Tq, Tk)"),
+        (attention(use_T=True), "use key.transpose(-2, -1) rather than key.T"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")  # the key.T mistake
+def test_attention_mistakes(fn, message, capsys):
+    ok, out = run(check_attention, fn, capsys)
+    assert not ok and message in out, out
+
+
+def test_attention_wrong_values_name_a_position(capsys):
+    ok, out = run(check_attention, lambda q, k, v: attention()(q, k, v) * 1.5, capsys)
+    assert not ok
+    assert (
+        "output for query (4, 8), key (6, 8), value (6, 3): wrong value at position (0, 0)" in out
+    )
+
+
+def shapes(output=None, scores=None, check=True):
+    def my_shapes(q_shape, k_shape, v_shape):
+        if check:
+            basics_solutions.solution_attention_shapes(q_shape, k_shape, v_shape)
+        *lead, tq, d = q_shape
+        tk, dv = k_shape[-2], v_shape[-1]
+        s = scores(lead, tq, tk) if scores else (*lead, tq, tk)
+        o = output(lead, tq, tk, d, dv) if output else (*lead, tq, dv)
+        return s, o
+
+    return my_shapes
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (shapes(output=lambda lead, tq, tk, d, dv: (*lead, tk, dv)), "not per key (Tk = 7)"),
+        (shapes(output=lambda lead, tq, tk, d, dv: (*lead, tq, d)), "follows the values (Dv = 32)"),
+        (shapes(scores=lambda lead, tq, tk: (*lead, tk, tq)), "one row per query; you gave (7, 5)"),
+        (shapes(check=False), "query width 16 and key width 8 differ"),
+        (lambda q, k, v: (q, v), "scores shape: expected (5, 7), got (5, 16)"),
+        (lambda q, k, v: q, "return a pair of shapes (scores_shape, output_shape)"),
+        (lambda q, k, v: 3, "return a pair (scores_shape, output_shape)"),
+    ],
+)
+def test_attention_shapes_mistakes(fn, message, capsys):
+    ok, out = run(check_attention_shapes, fn, capsys)
+    assert not ok and message in out, out
+
+
+def test_attention_shapes_must_raise_value_error_for_unequal_lengths(capsys):
+    def my_shapes(q_shape, k_shape, v_shape):
+        if q_shape[-1] != k_shape[-1]:
+            raise ValueError("widths")
+        *lead, tq, _ = q_shape
+        return (*lead, tq, k_shape[-2]), (*lead, tq, v_shape[-1])
+
+    ok, out = run(check_attention_shapes, my_shapes, capsys)
+    assert not ok and "key has 7 positions and value 6" in out, out
+
+    def raises_type_error(q_shape, k_shape, v_shape):
+        if q_shape[-1] != k_shape[-1]:
+            raise TypeError("widths")
+        return basics_solutions.solution_attention_shapes(q_shape, k_shape, v_shape)
+
+    ok, out = run(check_attention_shapes, raises_type_error, capsys)
+    assert not ok and "raised TypeError; raise ValueError" in out, out
+
+
+def test_attention_shapes_accepts_lists_and_torch_sizes(capsys):
+    def my_shapes(q_shape, k_shape, v_shape):
+        s, o = basics_solutions.solution_attention_shapes(q_shape, k_shape, v_shape)
+        return [list(s), torch.Size(o)]
+
+    ok, out = run(check_attention_shapes, my_shapes, capsys)
+    assert ok, out
+
+
+# --- lesson 5 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda d, a, b: math.sqrt(d) * a * b, "you returned the standard deviation"),
+        (lambda d, a, b: d * a * b, "the stds must be squared"),
+        (lambda d, a, b: d, "the spread of the entries matters too"),
+        (lambda d, a, b: d * (a**2 + b**2), "variances of a product multiply"),
+        (lambda d, a, b: d * a**2 * b**2 + 1, "(64, 1.0, 1.0): expected 64, got 65"),
+        (lambda d, a, b: "d_k", "returned 'd_k'; return a number"),
+    ],
+)
+def test_dot_product_variance_mistakes(fn, message, capsys):
+    ok, out = run(check_dot_product_variance, fn, capsys)
+    assert not ok and message in out, out
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda p: torch.diag(p), "only the diagonal part"),
+        (lambda p: -torch.outer(p, p), "the diagonal term diag(p) is missing"),
+        (lambda p: torch.outer(p, p) - torch.diag(p), "the sign is flipped"),
+        (lambda p: torch.diag(p * (1 - p)), "off-diagonal entries are -p_i p_j"),
+        (lambda p: torch.eye(len(p)), "wrong value at position (0, 0)"),
+    ],
+)
+def test_softmax_jacobian_mistakes(fn, message, capsys):
+    ok, out = run(check_softmax_jacobian, fn, capsys)
+    assert not ok and message in out, out
+
+
+def test_the_variance_formula_matches_samples():
+    """The checker's formula is true: var(q . k) = d_k std_q^2 std_k^2 within sampling error."""
+    g = torch.Generator().manual_seed(0)
+    for d, a, b in basics.VARIANCE_CASES:
+        q = torch.randn(200_000, d, generator=g) * a
+        k = torch.randn(200_000, d, generator=g) * b
+        want = basics_solutions.solution_dot_product_variance(d, a, b)
+        assert (q * k).sum(-1).var().item() == pytest.approx(want, rel=0.03)
+
+
+# --- the lessons show these solutions ----------------------------------------------------------
+
+
+def solution_cells():
+    for path in BASICS_LESSONS:
+        for cell in json.loads(path.read_text())["cells"]:
+            if "solution" in cell.get("metadata", {}).get("tags", []):
+                yield path.name, "".join(cell["source"])
+
+
+def test_lessons_1_to_5_exist():
+    assert [p.name[:2] for p in BASICS_LESSONS] == ["01", "02", "03", "04", "05"]
+
+
+def test_solution_cells_show_the_reference_code_and_run_its_checker():
+    """Each hidden solution cell shows a solution_* as in basics_solutions, then checks it."""
+    seen = set()
+    for name, source in solution_cells():
+        functions = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+        assert len(functions) == 1, f"{name}: a solution cell defines one function"
+        fn = functions[0].name
+        reference = inspect.getsource(getattr(basics_solutions, fn)).strip()
+        assert reference in source, f"{name}: {fn} differs from basics_solutions.{fn}"
+        checks = [c.__name__ for c, s in PAIRS.items() if s.__name__ == fn]
+        assert f"{checks[0]}({fn})" in source, f"{name}: the cell must run {checks[0]}({fn})"
+        seen.add(fn)
+    assert seen == {s.__name__ for s in PAIRS.values()}, "every exercise has a solution cell"
+
+
+def test_solution_cells_are_hidden():
+    for path in BASICS_LESSONS:
+        for cell in json.loads(path.read_text())["cells"]:
+            meta = cell.get("metadata", {})
+            if "solution" in meta.get("tags", []):
+                assert meta.get("jupyter", {}).get("source_hidden") is True, path.name
