@@ -1,0 +1,50 @@
+"""Voilà via the classroom command: widgets render and respond; nothing leaves the machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import harness
+from tests.browser.cases import ExplorerCase, explorer_params, operate_explorer
+
+pytestmark = pytest.mark.browser
+
+
+def test_classroom_page_is_offline_and_hides_code(voila) -> None:
+    page = voila.open("demo.ipynb", ready_class="demo-canvas")
+
+    assert harness.voila_errors(page) == []
+    text = page.locator("#rendered_cells").inner_text()
+    assert "add_class" not in text, "code cells are shown; the classroom view must hide them"
+    assert "Browser-test demo" in text, "the markdown cells are missing"
+    # LaTeX is typeset by the MathJax bundled with Voilà, not fetched from a CDN.
+    assert page.locator("#rendered_cells mjx-container").count() >= 1
+    # The button icon's font (Font Awesome) comes from Voilà's own static files.
+    icon_font = page.evaluate(
+        """async () => {
+          await document.fonts.ready;
+          const icon = document.querySelector('.demo-reset i.fa');
+          const family = icon && getComputedStyle(icon, '::before').fontFamily;
+          const loaded = [...document.fonts].some(
+            (f) => family && family.includes(f.family) && f.status === 'loaded');
+          return {family, loaded};
+        }"""
+    )
+    assert icon_font["loaded"], f"the icon font did not load offline: {icon_font}"
+    harness.screenshot(page.locator("#rendered_cells"), "voila-demo-page")
+
+    assert voila.log.off_machine() == [], "requests left 127.0.0.1"
+    assert voila.log.failed == []
+    assert voila.log.page_errors == []
+
+
+@pytest.mark.parametrize("case", explorer_params())
+def test_explorer_responds_to_keyboard_in_voila(voila, case: ExplorerCase) -> None:
+    page = voila.open(case.notebook, ready_class=case.control)
+    assert harness.voila_errors(page) == []
+
+    operate_explorer(page, case, f"voila-{case.id}")
+
+    assert voila.log.off_machine() == [], "requests left 127.0.0.1"
+    assert voila.log.failed == []
+    assert voila.log.page_errors == []

@@ -1,0 +1,66 @@
+"""widgets.classroom: the command line and the offline Voilà template it selects.
+
+That the page really makes no request off the machine is checked in a real browser by
+tests/browser/test_voila.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from widgets import classroom
+
+
+def test_argv_listens_on_localhost_with_the_classroom_template() -> None:
+    argv = classroom.voila_argv(Path("lessons/06_masks.ipynb"), 9000, open_browser=False)
+
+    assert argv[0] == "lessons/06_masks.ipynb"
+    assert "--port=9000" in argv
+    assert "--Voila.ip=127.0.0.1" in argv
+    assert "--template=classroom" in argv
+    assert "--Voila.open_browser=False" in argv
+
+
+def test_env_puts_the_template_root_and_the_package_first_and_keeps_the_rest() -> None:
+    env = classroom.voila_env({"JUPYTER_PATH": "/a", "PYTHONPATH": f"/b{os.pathsep}/c"})
+
+    assert env["JUPYTER_PATH"].split(os.pathsep) == [str(classroom.TEMPLATE_ROOT), "/a"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(classroom.PACKAGE_PARENT), "/b", "/c"]
+    assert (classroom.PACKAGE_PARENT / "widgets" / "classroom.py").exists()
+
+
+def test_voila_finds_the_template_and_bases_it_on_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = pytest.importorskip("voila.paths")
+    monkeypatch.setenv("JUPYTER_PATH", str(classroom.TEMPLATE_ROOT))
+
+    found = paths.collect_template_paths(["voila", "nbconvert"], "classroom", prune=True)
+
+    ours = classroom.TEMPLATE_ROOT / "voila" / "templates" / "classroom"
+    assert Path(found[0]) == ours
+    assert (ours / "index.html.j2").exists()
+    assert any(Path(p).parts[-2:] == ("templates", "lab") for p in found)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("missing.ipynb", "does not exist"), ("notes.txt", "expected a .ipynb file or a folder")],
+)
+def test_rejects_what_it_cannot_present(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    (tmp_path / "notes.txt").write_text("not a notebook", encoding="utf-8")
+
+    with pytest.raises(SystemExit):
+        classroom.parse_args([str(tmp_path / name)])
+    assert message in capsys.readouterr().err
+
+
+def test_accepts_a_notebook_or_a_folder(tmp_path: Path) -> None:
+    notebook = tmp_path / "lesson.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+
+    assert classroom.parse_args([str(notebook), "--port", "9001"]).port == 9001
+    assert classroom.parse_args([str(tmp_path), "--no-browser"]).no_browser is True
