@@ -29,8 +29,8 @@ test: $(STAMP)
 	$(PY) -m tests.browser_setup
 	$(PY) -m pytest
 
-# Present a lesson or an explorer full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
-NB ?= lessons/demo_explorers.ipynb
+# Present a lesson or the explorers full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
+NB ?= lessons/explorers.ipynb
 classroom: $(STAMP)
 	$(PY) -m widgets.classroom $(NB)
 
