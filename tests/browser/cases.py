@@ -2,11 +2,17 @@
 
 To cover a new explorer, add an ExplorerCase below; test_lab.py and test_voila.py both pick
 it up. Lesson notebooks (lessons/*.ipynb) are picked up without any edit.
+
+Most explorer cases use the gallery lessons/explorers.ipynb (all six explorers, one per cell),
+so the Voilà run, which renders the notebook (and starts a kernel) once per case, stays cheap.
+There a class such as ac-seq-len or ac-readout occurs in several explorers: give the explorer's
+class as `scope` and every other class is looked up inside it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,14 +23,16 @@ from tests.browser import harness
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
+GALLERY = "lessons/explorers.ipynb"
+
 
 @dataclass(frozen=True)
 class ExplorerCase:
     """Act on one control of an explorer; its figure and readout must change to match.
 
     Classes are the ones given in Python with ``widget.add_class(...)``. Give either `key`
-    (pressed on the focused control, e.g. a slider handle) or `click` (a point on the control
-    as fractions of its width and height, e.g. a cell of the mask editor's heatmap).
+    (pressed on the focused control, e.g. a slider handle or a button) or `click` (a point on
+    the control as fractions of its width and height, e.g. a cell of the mask editor's heatmap).
     """
 
     id: str
@@ -32,11 +40,21 @@ class ExplorerCase:
     control: str  # CSS class of the control to act on
     figure: str  # CSS class of the element whose canvas/img/svg must change
     readout: str | None = None  # CSS class of an element whose text must change
-    # Regex the new readout text must contain; "{value}" stands for the control's new value.
-    expect: str | None = None
+    # Regex the new readout text must contain; "{value}" stands for the control's new value
+    # (escaped). Or a function of that value (unescaped) returning the regex.
+    expect: str | Callable[[str], str] | None = None
     key: str | None = "ArrowRight"
     click: tuple[float, float] | None = None
+    # CSS class of the explorer holding all the other classes (e.g. "ac-scaling-explorer");
+    # `nth` then picks among such explorers, and the other classes are looked up inside it.
+    scope: str | None = None
     nth: int = 0  # which occurrence, when the notebook shows the same classes more than once
+    # CSS class of the control whose value the readout must show, when it is not the control
+    # acted on (e.g. a button that steps a number field); by default `control`.
+    value_of: str | None = None
+    # Read this attribute of the readout (or of the first element inside it that has it, e.g.
+    # a heatmap canvas's aria-label, which carries its title) instead of its text.
+    readout_attr: str | None = None
     # CSS class of the element to photograph (e.g. the whole explorer); by default the picture
     # spans the control, the figure and the readout.
     shot: str | None = None
@@ -44,6 +62,17 @@ class ExplorerCase:
     def __post_init__(self) -> None:
         if (self.key is None) == (self.click is None):
             raise ValueError(f"{self.id}: give exactly one of key={self.key!r}, click={self.click}")
+
+
+def _shuffle_order(value: str, seq_len: int = 16) -> str:
+    """The readout after the shuffle seed became `value`: the order the core computes for it.
+
+    seq_len is the PositionalEncodingExplorer's default, which the gallery keeps.
+    """
+    from attention.explore import shuffle_permutation
+
+    order = " ".join(str(int(i)) for i in shuffle_permutation(seq_len, int(value)))
+    return rf"Tokens: shuffled order: {order}\."
 
 
 EXPLORER_CASES: list[ExplorerCase] = [
@@ -74,8 +103,67 @@ EXPLORER_CASES: list[ExplorerCase] = [
         key=None,
         shot="ac-mask-explorer",
     ),
-    # Add one per explorer used in the lessons, e.g. ScalingExplorer's d_k slider, HeadsExplorer's
-    # n_heads, PositionalEncodingExplorer's shuffle button (key="Enter"), TokenAttentionView.
+    # The gallery's AttentionExplorer (seq_len=6, n_heads=2): query row 0 -> 1 moves the
+    # outline in every head's small multiple, and the readout names the new query.
+    ExplorerCase(
+        id="attention-query-row",
+        notebook=GALLERY,
+        scope="ac-attention-explorer",
+        control="ac-row",
+        figure="ac-panel-per-head",
+        readout="ac-readout",
+        expect=r"query q{value}, head 0",
+        shot="ac-attention-explorer",
+    ),
+    # d_k 64 -> 65: new histograms; the readout's headline follows.
+    ExplorerCase(
+        id="scaling-d-k",
+        notebook=GALLERY,
+        scope="ac-scaling-explorer",
+        control="ac-d-k",
+        figure="ac-histogram",
+        readout="ac-readout",
+        expect=r"d_k = {value}: var\(q·k\) ≈ d_k = {value},",
+        shot="ac-scaling-explorer",
+    ),
+    # seq_len 6 -> 7: new per-head weights; the shapes table has T = 7 down to the weights.
+    ExplorerCase(
+        id="heads-seq-len",
+        notebook=GALLERY,
+        scope="ac-heads-explorer",
+        control="ac-seq-len",
+        figure="ac-weights",
+        readout="ac-shapes",
+        expect=r"T={value}, M=16, H=4[\s\S]*\(2, 4, {value}, {value}\)",
+        shot="ac-heads-explorer",
+    ),
+    # Enter on "shuffle tokens": the shuffle seed steps 1 -> 2, the outputs are shown in the new
+    # order, and the readout prints the order the core computes for seed 2.
+    ExplorerCase(
+        id="positional-shuffle",
+        notebook=GALLERY,
+        scope="ac-positional-explorer",
+        control="ac-shuffle-button",
+        key="Enter",
+        value_of="ac-shuffle",
+        figure="ac-outputs",
+        readout="ac-readout",
+        expect=_shuffle_order,
+        shot="ac-positional-explorer",
+    ),
+    # head 0 -> 1: the token lines are redrawn, and the heatmap beside them (its canvas's
+    # aria-label carries the title) says which head it shows.
+    ExplorerCase(
+        id="token-view-head",
+        notebook=GALLERY,
+        scope="ac-token-view",
+        control="ac-head",
+        figure="ac-panel-lines",
+        readout="ac-panel-weights",
+        readout_attr="aria-label",
+        expect=r"^weights, head {value}: 1 x ",
+        shot="ac-token-view",
+    ),
 ]
 
 
@@ -94,43 +182,104 @@ def explorer_params() -> list[object]:
     return [pytest.param(case, id=case.id) for case in EXPLORER_CASES]
 
 
+def find(page: Page, case: ExplorerCase, css_class: str) -> Locator:
+    """The element of the case with `css_class`: inside its `scope` explorer, if it has one."""
+    if case.scope is None:
+        return harness.widget(page, css_class, case.nth)
+    explorer = harness.widget(page, case.scope, case.nth)
+    return explorer if css_class == case.scope else explorer.locator(f".{css_class}").first
+
+
 def operate_explorer(page: Page, case: ExplorerCase, screenshot_name: str) -> str:
     """Act on the case's control; assert figure and readout changed; save and return a screenshot.
 
     Works the same in JupyterLab and Voilà (both render ipywidgets into the page's DOM).
     """
-    control = harness.widget(page, case.control, case.nth)
-    figure = harness.widget(page, case.figure, case.nth)
-    readout = harness.widget(page, case.readout, case.nth) if case.readout else None
-    figure.wait_for(state="attached", timeout=harness.UPDATE_S * 1000)
+    control = find(page, case, case.control)
+    valued = find(page, case, case.value_of) if case.value_of else control
+    figure = find(page, case, case.figure)
+    readout = find(page, case, case.readout) if case.readout else None
+    # A notebook with several explorers may still be rendering the one under test.
+    for element in (control, valued, figure, *([readout] if readout is not None else [])):
+        element.wait_for(state="visible", timeout=harness.UPDATE_S * 1000)
 
-    pixels_before = harness.signature(figure)
-    assert pixels_before, f"{case.id}: .{case.figure} holds no canvas, img or svg to compare"
-    text_before = readout.inner_text() if readout else ""
-    value_before = harness.control_value(control) if case.key else ""
+    pixels_before = _wait_drawn(figure, case)
+    text_before = _read(readout, case) if readout is not None else ""
+    value_before = harness.control_value(valued) if case.key else ""
 
     if case.key:
         harness.press_key(page, control, case.key)
-        value_after = _wait_value_change(control, value_before)
+        value_after = _wait_value_change(valued, value_before)
     else:
         harness.click_at(control, *case.click)
         value_after = ""
 
     harness.wait_for_change(page, figure, pixels_before)  # raises if the pixels never change
     if readout is not None:
-        text_after = harness.wait_for_text_change(readout, text_before)
+        text_after = _wait_read(readout, case, lambda t: t != text_before)
+        if text_after is None:
+            raise AssertionError(f"{case.id}: the readout stayed {text_before!r}")
         if case.expect:
-            pattern = case.expect.replace("{value}", re.escape(value_after))
+            if callable(case.expect):
+                pattern = case.expect(value_after)
+            else:
+                pattern = case.expect.replace("{value}", re.escape(value_after))
             # The readout comes from the kernel after the figure; give it time to settle.
-            text_after = _wait_text_match(readout, pattern, text_after)
-            assert re.search(pattern, text_after), (
-                f"{case.id}: readout {text_after!r} does not match {pattern!r} "
+            matched = _wait_read(readout, case, lambda t: re.search(pattern, t) is not None)
+            assert matched is not None, (
+                f"{case.id}: readout {_read(readout, case)!r} does not match {pattern!r} "
                 f"after the control went {value_before!r} -> {value_after!r}"
             )
     if case.shot:
-        return str(harness.screenshot(harness.widget(page, case.shot, case.nth), screenshot_name))
+        return str(harness.screenshot(find(page, case, case.shot), screenshot_name))
     shown_with = [control] + ([readout] if readout is not None else [])
     return str(harness.screenshot(figure, screenshot_name, *shown_with))
+
+
+def _wait_drawn(figure: Locator, case: ExplorerCase) -> str:
+    """Return the figure's signature once it has been drawn and holds still.
+
+    Before its first draw a canvas may already be in the page (blank): a signature taken then
+    would change by itself and prove nothing about the control.
+    """
+    page = figure.page
+    last = ""
+    for _ in range(int(harness.UPDATE_S / 0.15)):
+        drawn = figure.evaluate(
+            """(el) => {
+              const counted = [...(el.matches('[data-redraws]') ? [el] : []),
+                               ...el.querySelectorAll('[data-redraws]')];
+              return counted.every((e) => Number(e.dataset.redraws) >= 1);
+            }"""
+        )
+        now = harness.signature(figure) if drawn else ""
+        if now and now == last:
+            return now
+        last = now
+        page.wait_for_timeout(150)
+    raise AssertionError(f"{case.id}: .{case.figure} holds no drawn canvas, img or svg")
+
+
+def _read(readout: Locator, case: ExplorerCase) -> str:
+    if case.readout_attr is None:
+        return readout.inner_text()
+    value = readout.evaluate(
+        """(el, name) => el.getAttribute(name) ??
+                         el.querySelector(`[${name}]`)?.getAttribute(name) ?? ''""",
+        case.readout_attr,
+    )
+    return str(value)
+
+
+def _wait_read(readout: Locator, case: ExplorerCase, ok: Callable[[str], bool]) -> str | None:
+    """Poll the readout until `ok(text)`; return that text, or None after UPDATE_S."""
+    page = readout.page
+    for _ in range(int(harness.UPDATE_S / 0.1)):
+        text = _read(readout, case)
+        if ok(text):
+            return text
+        page.wait_for_timeout(100)
+    return None
 
 
 def _wait_value_change(control: Locator, before: str) -> str:
@@ -141,13 +290,3 @@ def _wait_value_change(control: Locator, before: str) -> str:
             return after
         page.wait_for_timeout(100)
     raise AssertionError(f"control value stayed {before!r}: the key press did not move it")
-
-
-def _wait_text_match(readout: Locator, pattern: str, text: str) -> str:
-    page = readout.page
-    for _ in range(int(harness.UPDATE_S / 0.1)):
-        if re.search(pattern, text):
-            return text
-        page.wait_for_timeout(100)
-        text = readout.inner_text()
-    return text
