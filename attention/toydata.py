@@ -127,6 +127,12 @@ def heldout_texts(task: ToyTask, n: int = 1000, *, seed: int = 1234) -> list[str
     return sample_texts(task, n, split="heldout", generator=torch.Generator().manual_seed(seed))
 
 
+def probe_text(task: ToyTask) -> str:
+    """A fixed input of max_len distinct, unsorted symbols, for watching attention patterns."""
+    symbols = ALPHABETS[task.alphabet]
+    return "".join(symbols[(3 * i) % len(symbols)] for i in range(task.max_len))
+
+
 def shift_right(tgt_out: Tensor, bos_id: int = BOS) -> Tensor:
     """(B, T) targets -> (B, T) decoder inputs: BOS first, every token moved one step later.
 
@@ -179,9 +185,7 @@ def make_batch(task: ToyTask, texts: list[str]) -> Batch:
     return Batch(src, shift_right(tgt_out), tgt_out, tuple(texts), tuple(targets))
 
 
-def batches(
-    task: ToyTask, batch_size: int, *, generator: torch.Generator, split: str = "train"
-):
+def batches(task: ToyTask, batch_size: int, *, generator: torch.Generator, split: str = "train"):
     """An endless stream of fresh random training batches (the data never repeats in order)."""
     while True:
         yield make_batch(task, sample_texts(task, batch_size, split=split, generator=generator))

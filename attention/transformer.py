@@ -349,7 +349,12 @@ class Transformer(nn.Module):
         *,
         cache: tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...] | None = None,
     ) -> tuple[Tensor, DecoderResult]:
-        """(B, T) target ids (only the new ones when `cache` is given) -> (logits, result)."""
+        """(B, T) target ids (only the new ones when `cache` is given) -> (logits, result).
+
+        Without a cache the self-attention mask is causal and hides PAD keys. With a cache it is
+        only causal: the cached keys carry no token ids, so feed back real tokens only (greedy
+        decoding never emits PAD or BOS).
+        """
         past = 0 if cache is None else cache[0][0].shape[2]
         x = self._embed(tgt, self.tgt_embed, "tgt", offset=past)
         if cache is None:

@@ -9,6 +9,7 @@ Each explorer is one line in a notebook and is itself a displayable widget:
     widgets.HeadsExplorer()               # split into heads, merge, the forgotten transpose
     widgets.PositionalEncodingExplorer()  # sinusoids; shuffle tokens with and without positions
     widgets.TokenAttentionView()          # lines from each token to what it attends to
+    widgets.TrainingAttentionExplorer()   # a tiny Transformer's attention over training steps
 
 After moving a control, `explorer.result` holds the current computation. Live panels are drawn
 in the browser from the numbers (`Heatmap`, `TokenLines`); the Export button saves PNG, SVG and
@@ -23,6 +24,7 @@ from .mask_explorer import MaskExplorer
 from .positional_explorer import PositionalEncodingExplorer
 from .scaling_explorer import ScalingExplorer
 from .token_view import TokenAttentionView
+from .training_view import TrainingAttentionExplorer, TrainingProgress
 
 __all__ = [
     "AttentionExplorer",
@@ -33,5 +35,7 @@ __all__ = [
     "ScalingExplorer",
     "TokenAttentionView",
     "TokenLines",
+    "TrainingAttentionExplorer",
+    "TrainingProgress",
     "export_heatmap",
 ]
