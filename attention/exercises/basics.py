@@ -12,7 +12,6 @@ Reference solutions are in `attention.exercises.basics_solutions`.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +21,11 @@ from torch import Tensor
 
 from ..additive import AdditiveAttention
 from ..functional import masked_softmax, scaled_dot_product_attention
+from ._checking import NotAttempted as _NotAttempted
+from ._checking import Wrong as _Wrong
+from ._checking import call as _call
+from ._checking import checker as _checker
+from ._checking import name_of as _name
 
 __all__ = [
     "check_additive_scores",
@@ -37,54 +41,6 @@ __all__ = [
 ]
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-class _NotAttempted(Exception):
-    """The learner's function still raises NotImplementedError."""
-
-
-class _Wrong(Exception):
-    """The learner's answer is wrong; the message says how."""
-
-
-def _checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]]:
-    """Wrap a check body that raises _Wrong / _NotAttempted: print one line, return a bool."""
-
-    def decorate(body: Callable[..., None]) -> Callable[..., bool]:
-        @functools.wraps(body)
-        def check(fn: Callable[..., Any]) -> bool:
-            try:
-                with torch.random.fork_rng(devices=[]):  # modules built here draw no global numbers
-                    body(fn)
-            except _NotAttempted as exc:
-                print(f"Not attempted yet: write {exc} above, then run this cell")
-                return False
-            except _Wrong as exc:
-                print(f"Not yet: {exc}")
-                return False
-            print(f"Correct: {success}")
-            return True
-
-        return check
-
-    return decorate
-
-
-def _name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__name__", "your function")
-
-
-def _call(fn: Callable[..., Any], *args: Any, hint: str = "") -> Any:
-    """Call fn on copies of args (so in-place edits cannot spoil the reference)."""
-    if not callable(fn):
-        raise _Wrong(f"expected a function, got {type(fn).__name__}; pass the function itself")
-    copies = [a.clone() if isinstance(a, Tensor) else a for a in args]
-    try:
-        return fn(*copies)
-    except NotImplementedError:
-        raise _NotAttempted(_name(fn)) from None
-    except Exception as exc:  # noqa: BLE001 - reported to the learner, not raised
-        raise _Wrong(f"{_name(fn)} raised {type(exc).__name__}: {exc}{hint}") from None
 
 
 def _shape(x: Any) -> tuple[int, ...]:

@@ -13,7 +13,6 @@ expected and the received value. Reference solutions: `attention.exercises.layer
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from collections.abc import Callable
 
@@ -22,6 +21,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import attention as A
+
+from ._checking import call as _call
+from ._checking import checker as _checker
 
 __all__ = [
     "check_attention_pool",
@@ -40,62 +42,6 @@ __all__ = [
 
 
 # --- the machinery every checker shares ------------------------------------------------------
-
-
-class _NotAttempted(Exception):
-    """The learner's function still raises NotImplementedError."""
-
-
-class _Raised(Exception):
-    """The learner's function raised something else; `cause` is that exception."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _checker(success: str) -> Callable:
-    """Turn `problem(fn) -> str | None` into `check(fn) -> bool` that prints one message."""
-
-    def wrap(problem: Callable[[Callable], str | None]) -> Callable[[Callable], bool]:
-        @functools.wraps(problem)
-        def check(fn: Callable) -> bool:
-            name = getattr(fn, "__name__", "your function")
-            if not callable(fn):
-                print(
-                    f"Not yet: expected a function, got {type(fn).__name__}; pass the function "
-                    "itself (my_function, not my_function(...))"
-                )
-                return False
-            try:
-                message = problem(fn)
-            except _NotAttempted:
-                print(f"Not attempted yet: write {name} above, then run this cell")
-                return False
-            except _Raised as err:
-                cause = err.cause
-                print(f"Not yet: {name} raised {type(cause).__name__}: {cause}")
-                return False
-            if message is not None:
-                print(f"Not yet: {message}")
-                return False
-            print(f"Correct: {success}")
-            return True
-
-        return check
-
-    return wrap
-
-
-def _call(fn: Callable, *args):
-    """Call the learner's function on copies of tensor arguments (it may modify them)."""
-    args = tuple(a.clone() if isinstance(a, Tensor) else a for a in args)
-    try:
-        return fn(*args)
-    except NotImplementedError as err:
-        raise _NotAttempted from err
-    except Exception as err:  # any error of the learner's code is reported, not raised
-        raise _Raised(err) from err
 
 
 def _tensor_problem(got: object, shape: tuple[int, ...], dtype: torch.dtype | None = None):

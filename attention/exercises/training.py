@@ -10,7 +10,6 @@ Reference solutions are in `attention.exercises.training_solutions`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,52 +18,11 @@ from torch import Tensor
 
 from ..toydata import BOS, PAD, ToyTask, make_batch, shift_right
 from ..training import load_reverse_model, sequence_loss
+from ._checking import Wrong as _Wrong
+from ._checking import call as _call
+from ._checking import checker as _checker
 
 __all__ = ["check_greedy_step", "check_sequence_loss", "check_shift_right"]
-
-
-class _NotAttempted(Exception):
-    """The learner's function still raises NotImplementedError."""
-
-
-class _Wrong(Exception):
-    """The learner's answer is wrong; the message says how."""
-
-
-def _checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]]:
-    """Wrap a check body that raises _Wrong / _NotAttempted: print one line, return a bool."""
-
-    def decorate(body: Callable[..., None]) -> Callable[..., bool]:
-        @functools.wraps(body)
-        def check(fn: Callable[..., Any]) -> bool:
-            try:
-                body(fn)
-            except _NotAttempted as exc:
-                print(f"Not attempted yet: write {exc} above, then run this cell")
-                return False
-            except _Wrong as exc:
-                print(f"Not yet: {exc}")
-                return False
-            print(f"Correct: {success}")
-            return True
-
-        return check
-
-    return decorate
-
-
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call fn on copies of the tensor args (in-place edits cannot spoil the reference)."""
-    name = getattr(fn, "__name__", "your function")
-    if not callable(fn):
-        raise _Wrong(f"expected a function, got {type(fn).__name__}; pass the function itself")
-    copies = [a.clone() if isinstance(a, Tensor) else a for a in args]
-    try:
-        return fn(*copies)
-    except NotImplementedError:
-        raise _NotAttempted(name) from None
-    except Exception as exc:  # noqa: BLE001 - reported to the learner, not raised
-        raise _Wrong(f"{name} raised {type(exc).__name__}: {exc}") from None
 
 
 def _tensor(what: str, got: Any, shape: tuple[int, ...], *, integer: bool) -> Tensor:
