@@ -8,29 +8,23 @@ cross-entropy of the logits against tgt_out over the real (non-PAD) positions on
     history = trainer.run(callback=show)   # Ctrl-C / "interrupt kernel" keeps what was learned;
     history = trainer.run()                # running again resumes where it stopped
 
-A checkpoint is one torch file with the weights, the model config, the task and a summary of
-the training (loss curve, attention snapshots); `load_checkpoint` rebuilds the model from it.
+Attention snapshots live in `attention.snapshots`, checkpoints in `attention.checkpoints`.
 """
 
 from __future__ import annotations
 
 import math
-import pickle
 import time
-import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from .decoding import exact_match, greedy_decode, pad_to
+from .snapshots import AttentionSnapshot, snapshot_attention
 from .toydata import (
-    EOS,
     PAD,
-    Batch,
-    Tokenizer,
     ToyTask,
     batches,
     heldout_texts,
@@ -38,10 +32,6 @@ from .toydata import (
     probe_text,
 )
 from .transformer import Transformer, TransformerConfig
-
-SHIPPED_REVERSE = Path(__file__).parent / "data" / "reverse.pt"
-CHECKPOINT_FORMAT = "attention-course/transformer-checkpoint"
-CHECKPOINT_VERSION = 1
 
 
 def make_model(task: ToyTask, *, seed: int = 0, **sizes) -> Transformer:
@@ -108,91 +98,6 @@ def log_spaced_steps(total: int, n: int = 12) -> tuple[int, ...]:
     """About n snapshot steps from 0 to total, dense early (attention changes fastest there)."""
     grid = {0, total} | {round(total ** (i / (n - 1))) for i in range(n - 1)}
     return tuple(sorted(s for s in grid if 0 <= s <= total))
-
-
-@dataclass(frozen=True)
-class AttentionSnapshot:
-    """Attention of the model on one fixed example (teacher forced) at one training step."""
-
-    step: int
-    src: Tensor  # (S,) source ids
-    tgt_in: Tensor  # (T,) decoder input ids (BOS + answer)
-    encoder: Tensor  # (L_enc, H, S, S) encoder self-attention
-    decoder_self: Tensor  # (L_dec, H, T, T) masked decoder self-attention
-    cross: Tensor  # (L_dec, H, T, S) decoder queries over encoder keys
-
-
-@torch.no_grad()
-def snapshot_attention(model: Transformer, batch: Batch, step: int) -> AttentionSnapshot:
-    """Record every attention map of the first example of `batch` (teacher forcing)."""
-    was_training = model.training
-    model.eval()
-    out = model(batch.src[:1], batch.tgt_in[:1])
-    model.train(was_training)
-    return AttentionSnapshot(
-        step=step,
-        src=batch.src[0].clone(),
-        tgt_in=batch.tgt_in[0].clone(),
-        encoder=torch.stack([r.self_attn.weights[0] for r in out.encoder.layers]),
-        decoder_self=torch.stack([r.self_attn.weights[0] for r in out.decoder.layers]),
-        cross=torch.stack([r.cross_attn.weights[0] for r in out.decoder.layers]),
-    )
-
-
-SNAPSHOT_KINDS = ("cross", "encoder", "decoder")
-
-
-@dataclass(frozen=True)
-class SnapshotView:
-    """One attention map of a snapshot, per head, labelled for a heatmap."""
-
-    step: int
-    kind: str  # "cross", "encoder" (self) or "decoder" (masked self)
-    layer: int
-    weights: Tensor  # (H, Tq, Tk)
-    row_labels: tuple[str, ...]  # queries; for cross-attention the token each row predicts
-    col_labels: tuple[str, ...]  # keys
-    masked: Tensor  # (Tq, Tk) bool, True where the query could not attend (causal mask)
-    on_target: Tensor | None  # (H,) cross only: mean weight on the source token being output
-
-
-def snapshot_view(
-    snapshot: AttentionSnapshot, tokenizer: Tokenizer, kind: str = "cross", layer: int = 0
-) -> SnapshotView:
-    """Pick one map of a snapshot and measure how much cross-attention lands where it should.
-
-    For cross-attention, row t predicts tgt_out[t]; the "right" source positions are those that
-    hold that token, and `on_target` is the weight they receive, averaged over the rows that
-    output a symbol (EOS rows excluded). Uniform attention over n source tokens gives 1/n; for
-    reversal the right cells form the anti-diagonal, and training moves weight onto them.
-    """
-    maps = {"cross": snapshot.cross, "encoder": snapshot.encoder, "decoder": snapshot.decoder_self}
-    if kind not in maps:
-        raise ValueError(f"kind: expected one of {SNAPSHOT_KINDS}, got {kind!r}")
-    n_layers = maps[kind].shape[0]
-    if not 0 <= layer < n_layers:
-        raise ValueError(f"layer: expected 0..{n_layers - 1} for {kind}, got {layer}")
-    weights = maps[kind][layer]  # (H, Tq, Tk)
-    src = tokenizer.token_names(snapshot.src)
-    tgt_in = tokenizer.token_names(snapshot.tgt_in)
-    tgt_out = torch.cat([snapshot.tgt_in[1:], torch.tensor([EOS])])  # (T,)
-    predicts = tuple(f"\u2192{name}" for name in tokenizer.token_names(tgt_out))
-    rows, cols = {"cross": (predicts, src), "encoder": (src, src), "decoder": (tgt_in, tgt_in)}[
-        kind
-    ]
-    tq, tk = weights.shape[-2:]
-    masked = torch.zeros(tq, tk, dtype=torch.bool)
-    if kind == "decoder":
-        masked = ~torch.ones(tq, tk, dtype=torch.bool).tril()
-    on_target = None
-    if kind == "cross":
-        rows_used = tgt_out != EOS  # (T,)
-        expected = (snapshot.src[None, :] == tgt_out[:, None]) & rows_used[:, None]  # (T, S)
-        mass = (weights * expected).sum(-1)  # (H, T)
-        on_target = mass[:, rows_used].mean(-1)  # (H,)
-    return SnapshotView(
-        snapshot.step, kind, layer, weights, tuple(rows), tuple(cols), masked, on_target
-    )
 
 
 @dataclass(frozen=True)
@@ -372,132 +277,3 @@ def train(
 ) -> TrainHistory:
     """Train `model` in place (see Trainer.run); returns the history."""
     return Trainer(model, task, config).run(callback)
-
-
-# --- checkpoints ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A model rebuilt from a file, with what was saved beside it."""
-
-    model: Transformer
-    task: ToyTask | None
-    history: TrainHistory | None
-    meta: dict
-
-
-def _snapshot_to_dict(s: AttentionSnapshot, dtype: torch.dtype) -> dict:
-    d = {f.name: getattr(s, f.name) for f in fields(s)}
-    return {
-        k: (v.to(dtype) if isinstance(v, Tensor) and v.is_floating_point() else v)
-        for k, v in d.items()
-    }
-
-
-def save_checkpoint(
-    path: str | Path,
-    model: Transformer,
-    *,
-    task: ToyTask | None = None,
-    history: TrainHistory | None = None,
-    meta: dict | None = None,
-    half: bool = False,
-) -> Path:
-    """Write weights + config (+ task, history, meta) to `path`; half=True stores float16."""
-    for key, value in (meta or {}).items():
-        if type(value) not in (str, int, float, bool, type(None)):
-            raise TypeError(
-                f"meta: values must be str, int, float, bool or None, got {type(value).__name__} "
-                f"for {key!r}"
-            )
-    dtype = torch.float16 if half else torch.float32
-    state = {
-        k: (v.to(dtype) if v.is_floating_point() else v) for k, v in model.state_dict().items()
-    }
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "version": CHECKPOINT_VERSION,
-        "config": asdict(model.config),
-        "state_dict": state,
-        "task": None if task is None else asdict(task),
-        "meta": dict(meta or {}),
-        "history": None,
-    }
-    if history is not None:
-        payload["history"] = {
-            "steps": list(history.steps),
-            "loss": list(history.loss),
-            "token_accuracy": list(history.token_accuracy),
-            "eval_steps": list(history.eval_steps),
-            "eval_accuracy": list(history.eval_accuracy),
-            "snapshots": [_snapshot_to_dict(s, dtype) for s in history.snapshots],
-            "seconds": history.seconds,
-        }
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(payload, path)
-    return path
-
-
-def load_checkpoint(path: str | Path, *, expect: TransformerConfig | None = None) -> Checkpoint:
-    """Rebuild the model saved at `path` (in eval mode, float32).
-
-    Raises:
-        FileNotFoundError: no file at `path`.
-        ValueError: the file is truncated or not a checkpoint of this course, or its config
-            differs from `expect` (the differing fields are named).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint: no file at {path}")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise ValueError(
-            f"checkpoint: {path} holds objects other than tensors and plain values, so "
-            "torch.load(weights_only=True) refuses it; load_checkpoint reads save_checkpoint files"
-        ) from exc
-    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as exc:
-        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(". ")[0]
-        raise ValueError(
-            f"checkpoint: {path} is truncated or corrupt ({path.stat().st_size} bytes), "
-            f"torch.load said: {said}; save it again"
-        ) from exc
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"checkpoint: {path} is not a checkpoint saved by save_checkpoint")
-    config = TransformerConfig(**payload["config"])
-    if expect is not None and expect != config:
-        diffs = [
-            f"{f.name}={getattr(config, f.name)!r} in the file, "
-            f"{getattr(expect, f.name)!r} expected"
-            for f in fields(config)
-            if getattr(config, f.name) != getattr(expect, f.name)
-        ]
-        raise ValueError(f"checkpoint: {path} has a different config: " + "; ".join(diffs))
-    model = Transformer(config)
-    state = {
-        k: (v.float() if v.is_floating_point() else v) for k, v in payload["state_dict"].items()
-    }
-    model.load_state_dict(state)
-    model.eval()
-    task = None if payload["task"] is None else ToyTask(**payload["task"])
-    history = None
-    if payload["history"] is not None:
-        h = dict(payload["history"])
-        snaps = [
-            AttentionSnapshot(
-                **{
-                    k: (v.float() if isinstance(v, Tensor) and v.is_floating_point() else v)
-                    for k, v in s.items()
-                }
-            )
-            for s in h.pop("snapshots")
-        ]
-        history = TrainHistory(**h, snapshots=snaps)
-    return Checkpoint(model=model, task=task, history=history, meta=payload["meta"])
-
-
-def load_reverse_model() -> Checkpoint:
-    """The pre-trained reverse-task checkpoint shipped with the course."""
-    return load_checkpoint(SHIPPED_REVERSE)

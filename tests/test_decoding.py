@@ -4,6 +4,7 @@ the exposure-bias experiment, and the shipped model's behaviour."""
 import pytest
 import torch
 
+from attention.checkpoints import load_reverse_model
 from attention.decoding import (
     compare_teacher_forcing,
     exact_match,
@@ -13,7 +14,7 @@ from attention.decoding import (
     teacher_forced_tokens,
 )
 from attention.toydata import BOS, EOS, PAD, ToyTask, heldout_texts, make_batch, shift_right
-from attention.training import TrainConfig, load_reverse_model, make_model, train
+from attention.training import TrainConfig, make_model, train
 
 TASK = ToyTask("reverse")
 

@@ -4,22 +4,22 @@ checkpoints (round trip and the three errors), and the shipped checkpoint's accu
 import pytest
 import torch
 
+from attention.checkpoints import (
+    SHIPPED_REVERSE,
+    load_checkpoint,
+    load_reverse_model,
+    save_checkpoint,
+)
+from attention.snapshots import AttentionSnapshot, snapshot_attention, snapshot_view
 from attention.toydata import EOS, PAD, ToyTask, make_batch, probe_text
 from attention.training import (
-    SHIPPED_REVERSE,
-    AttentionSnapshot,
     TrainConfig,
     Trainer,
     evaluate,
-    load_checkpoint,
-    load_reverse_model,
     log_spaced_steps,
     lr_factor,
     make_model,
-    save_checkpoint,
     sequence_loss,
-    snapshot_attention,
-    snapshot_view,
     train,
 )
 

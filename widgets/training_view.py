@@ -18,16 +18,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from attention.checkpoints import load_reverse_model
 from attention.decoding import ExposureBiasResult
+from attention.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
 from attention.toydata import ToyTask
-from attention.training import (
-    SNAPSHOT_KINDS,
-    Progress,
-    SnapshotView,
-    TrainHistory,
-    load_reverse_model,
-    snapshot_view,
-)
+from attention.training import Progress, TrainHistory
 
 from ._common import Explorer, buttons, css, dropdown, set_options
 from .chart import PALETTE, SeriesChart
