@@ -184,3 +184,13 @@ def test_export_writes_every_convention(tmp_path):
     with (tmp_path / "mask-explorer_additive.csv").open() as fh:
         values = [r["value"] for r in csv.DictReader(fh)]
     assert values == ["0.0", "0.0", "0.0", "-inf"] * 3
+
+
+def test_left_padding_with_a_causal_mask_gives_fully_masked_rows_drawn_grey():
+    explorer = MaskExplorer(n_queries=5, n_keys=5, preset="left pad + causal", pad_len=2)
+    r = explorer.result
+    assert r.fully_masked.tolist() == [True, True, False, False, False]
+    assert (r.weights[:2] == 0).all()
+    torch.testing.assert_close(r.weights[2:].sum(-1), torch.ones(3))
+    assert explorer.weights_view.fully_masked.tolist() == [[True, True, False, False, False]]
+    assert "2 row(s) may attend to nothing" in explorer.code.value

@@ -31,7 +31,7 @@ from attention.explore import (
 from ._common import Explorer, buttons, clamp_slider, css, int_slider
 from .heatmap import Heatmap
 
-PRESETS = ("none", "causal", "padding", "custom")
+PRESETS = ("none", "causal", "padding", "left pad + causal", "custom")
 MAX_SIDE = 16  # clicking cells is only practical on small grids
 
 
@@ -132,7 +132,8 @@ class MaskExplorer(Explorer):
     def _sync_controls(self) -> None:
         tq, tk = self.n_queries.value, self.n_keys.value
         clamp_slider(self.pad_len, tk)
-        self.pad_len.layout.display = None if self.preset.value == "padding" else "none"
+        padded = self.preset.value in ("padding", "left pad + causal")
+        self.pad_len.layout.display = None if padded else "none"
         if self.preset.value == "custom":
             old = self._mask
             self._mask = torch.ones(tq, tk, dtype=torch.bool)

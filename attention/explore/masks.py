@@ -41,7 +41,8 @@ def preset_mask(kind: str, tq: int, tk: int, pad_len: int = 0) -> Tensor:
     """The (Tq, Tk) bool mask (True = may attend) of a preset, built by the core's functions.
 
     "none": all True; "causal": query i sees keys j <= i; "padding": the last pad_len keys are
-    padding, hidden from every query.
+    padding, hidden from every query; "left pad + causal": the first pad_len keys are padding
+    and the mask is causal too, so the first pad_len queries may attend to nothing at all.
     """
     if kind == "none":
         return torch.ones(tq, tk, dtype=torch.bool)
@@ -50,7 +51,12 @@ def preset_mask(kind: str, tq: int, tk: int, pad_len: int = 0) -> Tensor:
     if kind == "padding":
         check_int("pad_len", pad_len, 0, tk)
         return padding_mask([tk - pad_len], tk)[0].expand(tq, tk)  # (1, Tk) -> (Tq, Tk)
-    raise ValueError(f"mask: expected one of ('none', 'causal', 'padding'), got {kind!r}")
+    if kind == "left pad + causal":
+        check_int("pad_len", pad_len, 0, tk)
+        return causal_mask(tq, tk) & ~padding_mask([pad_len], tk)[0]  # (Tq, Tk)
+    raise ValueError(
+        f"mask: expected one of ('none', 'causal', 'padding', 'left pad + causal'), got {kind!r}"
+    )
 
 
 @dataclass(frozen=True)
