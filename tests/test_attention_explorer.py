@@ -21,7 +21,14 @@ from attention.explore import (
     mask_to_tuple,
 )
 from widgets._common import css, divisors, one_thread, set_options
-from widgets.attention_explorer import AttentionExplorer, head_window
+from widgets.attention_explorer import (
+    OUTPUT_CELL,
+    OUTPUT_WIDTH_MAX,
+    AttentionExplorer,
+    head_window,
+    output_cell_size,
+)
+from widgets.heatmap import CELL_MIN, auto_cell_size
 
 # --- the pure function ------------------------------------------------------------------------
 
@@ -358,3 +365,22 @@ def test_set_options_keeps_or_moves_to_the_nearest():
     ex = AttentionExplorer(d_k=12, n_heads=6)
     set_options(ex.n_heads, [1, 2, 4, 8], 6)
     assert ex.n_heads.value == 4  # nearest allowed to 6 (ties go to the smaller)
+
+
+def test_output_panel_is_drawn_about_as_large_as_the_weights():
+    # the gallery's explorer: (Tq, M) = (6, 16) was fitted into 200 px, 12 px cells beside the
+    # weights' 40 px ones
+    ex = AttentionExplorer(seq_len=6, d_k=16, n_heads=2, mask="causal")
+    weights = auto_cell_size(ex.panels["weights"].panel_size, 6, 6)
+    assert ex.panels["output"].cell_size == output_cell_size(6, 6, 16)
+    assert ex.panels["output"].cell_size >= 0.75 * weights
+
+
+@pytest.mark.parametrize("tq", [1, 6, 16, MAX_LEN])
+@pytest.mark.parametrize("m", [1, 8, 16, 48, 64, 128, MAX_WIDTH])
+def test_output_cells_never_outgrow_the_weights_nor_the_page(tq, m):
+    weights = auto_cell_size(240, tq, tq)
+    cell = output_cell_size(tq, tq, m)
+    assert CELL_MIN <= cell <= weights
+    assert cell * m <= OUTPUT_WIDTH_MAX or cell == CELL_MIN
+    assert cell >= min(weights, OUTPUT_CELL) or OUTPUT_CELL * m > OUTPUT_WIDTH_MAX

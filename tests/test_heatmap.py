@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import matplotlib as mpl
 import matplotlib.image as mpimg
@@ -15,7 +19,13 @@ from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
 
 from widgets._common import FULLY_MASKED_FACE, MASKED_HATCH, css
 from widgets.export import CSV_HEADER, export_heatmap, heatmap_figure, heatmap_rows
-from widgets.heatmap import Heatmap, TokenLines, color_limits
+from widgets.heatmap import (
+    LABELLED_CELL_MIN,
+    Heatmap,
+    TokenLines,
+    auto_cell_size,
+    color_limits,
+)
 
 NEG_INF = float("-inf")
 
@@ -265,3 +275,185 @@ def test_export_errors(tmp_path):
         export_heatmap(Heatmap(np.zeros((2, 2))), tmp_path, "x", formats=("jpg",))
     with pytest.raises(ValueError, match="nothing to export"):
         export_heatmap(Heatmap(), tmp_path, "x")
+
+
+# --- layout in the browser: static/heatmap.js -------------------------------------------------
+
+HEATMAP_JS = Path(__file__).resolve().parents[1] / "widgets" / "static" / "heatmap.js"
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="the JS layout tests need Node.js (node)")
+
+# Imports the module from a data: URL (node needs no package.json "type" for it) and lays out
+# each spec; text is measured as 0.6 em per character, close to 11 px sans-serif.
+_LAYOUT_JS = """
+import fs from "node:fs";
+const src = fs.readFileSync(process.env.HEATMAP_JS, "utf8");
+const mod = await import("data:text/javascript;base64," + Buffer.from(src).toString("base64"));
+const measure = (font, text) => text.length * 0.6 * parseFloat(font.match(/([0-9.]+)px/)[1]);
+const specs = JSON.parse(fs.readFileSync(0, "utf8"));
+console.log(JSON.stringify(specs.map((spec) => mod.heatmapLayout(spec, measure))));
+"""
+
+
+def js_layouts(*specs: dict) -> list[dict]:
+    """heatmapLayout(spec) of static/heatmap.js for each spec, computed by node.
+
+    A spec gives P, R, C and any of rowLabels, colLabels, titles, title, columns, cellSize,
+    panelSize, showBar, legend (the widget's traits under their JS names).
+    """
+    full = [
+        {"P": 1, "rowLabels": [], "colLabels": [], "titles": [], "title": "", "columns": 0,
+         "cellSize": 0, "panelSize": 280, "showBar": True, "legend": [], **spec}
+        for spec in specs
+    ]  # fmt: skip
+    out = subprocess.run(
+        [NODE, "--input-type=module", "-e", _LAYOUT_JS],
+        input=json.dumps(full),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"HEATMAP_JS": str(HEATMAP_JS)},
+        timeout=60,
+    )
+    return json.loads(out.stdout)
+
+
+def heatmap_spec(hm: Heatmap) -> dict:
+    """The js_layouts spec of what a Heatmap widget sends to the browser."""
+    p, r, c = hm.values.shape
+    return {
+        "P": p, "R": r, "C": c, "rowLabels": hm.row_labels, "colLabels": hm.col_labels,
+        "titles": hm.panel_titles, "title": hm.title, "columns": hm.columns,
+        "cellSize": hm.cell_size, "panelSize": hm.panel_size, "showBar": hm.show_colorbar,
+    }  # fmt: skip
+
+
+def grid_span(g: dict) -> tuple[int, int]:
+    """(top, bottom) in px of the grids: the first panel's top to the last panel's bottom."""
+    return g["panels"][0]["y"], g["panels"][-1]["y"] + g["R"] * g["cell"]
+
+
+def _names(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+BAR_CASES = {
+    # the AttentionExplorer's output (Tq, M) = (6, 16) at its old size: a 72 px grid whose
+    # colour bar used to be 100 px, hanging below it
+    "short grid": {"R": 6, "C": 16, "panelSize": 200, "title": "output",
+                   "rowLabels": _names("q", 6)},
+    "one row": {"R": 1, "C": 8, "panelSize": 200},
+    "tall grid": {"R": 40, "C": 40, "panelSize": 400, "title": "t"},  # the bar used to stop at 220
+    "two panels": {"P": 2, "R": 16, "C": 32, "panelSize": 300, "titles": ["a", "b"],
+                   "colLabels": _names("", 32), "title": "outputs"},
+    "wrapped small multiples": {"P": 8, "R": 6, "C": 6, "panelSize": 120, "title": "heads",
+                                "titles": _names("head ", 8), "legend": ["masked", "full"]},
+}  # fmt: skip
+
+
+@needs_node
+@pytest.mark.parametrize("spec", BAR_CASES.values(), ids=BAR_CASES.keys())
+def test_colour_bar_is_exactly_as_tall_as_the_grids(spec):
+    (g,) = js_layouts(spec)
+    top, bottom = grid_span(g)
+    assert (g["barTop"], g["barTop"] + g["barH"]) == (top, bottom)
+    assert (g["gridTop"], g["gridBottom"]) == (top, bottom)
+    assert g["height"] >= bottom + 6  # room for the lowest tick's label
+    assert g["legendTop"] >= bottom + 8  # the legend starts below the bar, not over it
+    assert g["height"] >= g["legendTop"] + 18 * len(g["legend"]) - 6
+    assert (g["barH"] - 1) / g["barTicks"] >= 17 or g["barTicks"] == 1  # labels do not collide
+
+
+@needs_node
+@pytest.mark.parametrize("rows", [6, 16, 24, 32])
+def test_every_row_is_labelled_up_to_32_rows(rows):
+    # the PositionalEncodingExplorer's outputs: 16 tokens by 32 dims once got every other label
+    positional, square = js_layouts(
+        {"P": 2, "R": rows, "C": 32, "panelSize": 320, "cellSize": max(320 // 32, 7),
+         "rowLabels": _names("tok ", rows), "colLabels": _names("", 32)},
+        {"R": rows, "C": rows, "panelSize": LABELLED_CELL_MIN * 32, "rowLabels": _names("r", rows)},
+    )  # fmt: skip
+    for g in (positional, square):
+        assert g["labelStep"] == 1, g["cell"]
+        assert LABELLED_CELL_MIN <= g["labelPx"] <= min(11, g["cell"])  # fits its row
+
+
+@needs_node
+def test_labels_skip_rows_only_below_7_px_and_never_shrink_below_7_px():
+    small, large = js_layouts(
+        {"R": 64, "C": 64, "panelSize": 256, "rowLabels": _names("r", 64)},  # 4 px cells
+        {"R": 4, "C": 4, "panelSize": 160, "rowLabels": _names("r", 4)},  # 40 px cells
+    )
+    assert (small["cell"], small["labelStep"], small["labelPx"]) == (4, 2, 7)
+    assert (large["labelStep"], large["labelPx"]) == (1, 11)
+
+
+@needs_node
+def test_auto_cell_size_is_what_the_browser_draws():
+    sizes = [(280, 3, 5), (200, 6, 16), (300, 16, 32), (240, 64, 64), (60, 1, 200), (999, 1, 1)]
+    layouts = js_layouts(*({"R": r, "C": c, "panelSize": ps} for ps, r, c in sizes))
+    assert [g["cell"] for g in layouts] == [auto_cell_size(*size) for size in sizes]
+
+
+@pytest.mark.browser
+def test_canvas_colour_bar_pixels_span_the_grid(tmp_path):
+    """Draw in Chromium with the real module; the bar's painted column matches the grid's."""
+    from tests.browser_setup import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import harness
+
+    hm = Heatmap(
+        np.linspace(-1, 1, 6 * 16).reshape(6, 16), title="output (Tq, M) = (6, 16)",
+        row_labels=_names("q", 6), panel_size=200, colormap="RdBu_r", symmetric=True,
+    )  # fmt: skip
+    state = {k: v for k, v in hm.get_state().items() if not isinstance(v, dict)}
+    state["values"] = {"shape": list(hm.values.shape), "dtype": "float32"}
+    data = hm.values.reshape(-1).tolist()
+    page_html = tmp_path / "page.html"
+    page_html.write_text("<!doctype html><body style='margin:0'><div id='el'></div></body>")
+    with sync_playwright() as playwright:
+        browser = harness.launch_browser(playwright)
+        page = browser.new_page(device_scale_factor=1)
+        page.goto(page_html.as_uri())
+        found = page.evaluate(
+            """async ([src, state, data]) => {
+              const mod = await import("data:text/javascript;base64," + btoa(src));
+              state.values.buffer = new DataView(new Float32Array(data).buffer);
+              const model = {get: (k) => state[k], on() {}, off() {}, send() {}};
+              const el = document.getElementById("el");
+              mod.default.render({model, el});
+              await new Promise((resolve) => setTimeout(resolve, 50));
+              const layout = JSON.parse(el.dataset.layout);
+              const canvas = el.querySelector("canvas");
+              const ctx = canvas.getContext("2d");
+              // the run of painted (alpha > 0) pixels through row y0 of pixel column x
+              const run = (x, y0) => {
+                const column = ctx.getImageData(x, 0, 1, canvas.height).data;
+                const on = (y) => y >= 0 && y < canvas.height && column[4 * y + 3] > 0;
+                let top = y0;
+                let bottom = y0;
+                while (on(top - 1)) top -= 1;
+                while (on(bottom + 1)) bottom += 1;
+                return on(y0) ? [top, bottom] : null;
+              };
+              const middle = Math.round((layout.gridTop + layout.gridBottom) / 2);
+              return {
+                layout, size: [canvas.width, canvas.height],
+                grid: run(layout.gridLeft + 3, middle), bar: run(layout.barX + 6, middle),
+              };
+            }""",
+            [HEATMAP_JS.read_text(encoding="utf-8"), state, data],
+        )
+        browser.close()
+    layout = found["layout"]
+    assert layout["barH"] == layout["gridBottom"] - layout["gridTop"] == 6 * layout["cell"]
+    assert found["size"] == [layout["width"], layout["height"]]  # device_scale_factor=1
+    # both outlined 1 px outside: painted from top - 1 to bottom, no overhang either way
+    span = [layout["gridTop"] - 1, layout["gridBottom"]]
+    assert found["grid"] == span
+    assert found["bar"] == span

@@ -2,6 +2,7 @@
 
 import math
 import random
+import re
 
 import ipywidgets
 import numpy as np
@@ -14,7 +15,15 @@ from attention.explore import (
     explore_positional,
     shuffle_permutation,
 )
-from widgets.positional_explorer import PositionalEncodingExplorer, default_dims, dim_name
+from tests.test_heatmap import heatmap_spec, js_layouts, needs_node
+from widgets.heatmap import LABELLED_CELL_MIN
+from widgets.positional_explorer import (
+    DIFF_VMAX_FLOOR,
+    PositionalEncodingExplorer,
+    default_dims,
+    dim_name,
+    parse_dims,
+)
 
 
 def _reference_pe(seq_len, d_model):
@@ -225,6 +234,72 @@ def test_export_saves_heatmaps_and_the_curves(tmp_path):
     assert rows[0] == ["position", dim_name(0, 8), dim_name(3, 8)]
     got = np.array([[float(v) for v in row[1:]] for row in rows[1:]])
     np.testing.assert_allclose(got.T, e.result.curves.numpy(), atol=1e-7)
+
+
+def test_difference_has_its_own_scale_and_says_its_max():
+    e = PositionalEncodingExplorer()  # shuffled, with positions: a real difference
+    top = float(e.difference.matrix.max())
+    assert 1e-2 < top < 0.5 * e.outputs.limits[1]  # on the outputs' scale it looked flat
+    assert e.difference.limits == [0.0, pytest.approx(top)]
+    assert e.difference.title == f"|difference|, max {top:.2g}"
+    e.add_positions.value = False  # only permuted: what is left is float noise
+    noise = float(e.difference.matrix.max())
+    assert noise < 1e-5
+    assert e.difference.limits == [0.0, DIFF_VMAX_FLOOR]  # uniformly dark, not a pattern
+    assert e.difference.title == f"|difference|, max {noise:.2g}"  # e.g. "max 6e-08"
+
+
+@pytest.mark.parametrize("seq_len,d_model", [(16, 32), (32, 32), (16, 64), (32, 128), (8, 2)])
+def test_every_output_row_is_labelled_up_to_32_tokens(seq_len, d_model):
+    e = PositionalEncodingExplorer(seq_len=seq_len, d_model=d_model)
+    order = [f"tok {int(i)}" for i in e.result.permutation]
+    for view in (e.outputs, e.difference):
+        assert view.row_labels == order and all(view.row_labels)
+        assert view.cell_size >= LABELLED_CELL_MIN  # room for a 7 px label per row
+
+
+@needs_node
+@pytest.mark.parametrize("seq_len,d_model", [(16, 32), (32, 32), (16, 64), (32, 128)])
+def test_the_browser_labels_every_output_row_within_a_notebooks_width(seq_len, d_model):
+    e = PositionalEncodingExplorer(seq_len=seq_len, d_model=d_model)
+    for g in js_layouts(heatmap_spec(e.outputs), heatmap_spec(e.difference)):
+        assert g["labelStep"] == 1 and g["labelPx"] >= LABELLED_CELL_MIN
+        assert g["width"] <= 1100  # wide outputs are stacked, not side by side
+
+
+def test_dims_field_shows_the_selection_and_takes_typed_dims():
+    e = PositionalEncodingExplorer(d_model=64)
+    assert e.dims.value == (0, 1, 16, 17) and e.dims_text.value == "0, 1, 16, 17"
+    assert "ac-dims-text" in e.dims_text._dom_classes
+    e.dims_text.value = "3,40  41"  # commas or spaces
+    assert e.dims.value == (3, 40, 41) and e.dims_text.value == "3, 40, 41"
+    _assert_view_matches(e)
+    e.dims.value = (5, 2)  # picked in the list: the field follows
+    assert e.dims_text.value == "5, 2"
+    e.d_model.value = 4  # dims out of range are dropped, in the field too
+    assert e.dims.value == (2,) and e.dims_text.value == "2"
+    _assert_view_matches(e)
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("0, x", r"dims: expected whole numbers separated by commas, got '0, x'"),
+        ("0, -1", r"dims: expected whole numbers separated by commas, got '0, -1'"),
+        ("", r"dims: expected 1 to 8 dimensions, got 0"),
+        ("0 1 2 3 4 5 6 7 8", r"dims: expected 1 to 8 dimensions, got 9"),
+        ("0, 32", r"dims: expected dimensions in \[0, 31\] \(d_model=32\), got 32"),
+    ],
+)
+def test_bad_dims_text_is_refused_and_shown(text, match):
+    with pytest.raises(ValueError, match=match):
+        parse_dims(text, 32)
+    e = PositionalEncodingExplorer()
+    e.dims_text.value = text
+    assert re.search(match, e.error.message)  # shown, not raised
+    assert e.dims.value == (0, 1, 8, 9) and e.dims_text.value == "0, 1, 8, 9"  # nothing changed
+    e.seed.value = 1  # the next change draws again and clears the message
+    assert e.error.message == "" and e.dims.value == (0, 1, 8, 9)
 
 
 @pytest.mark.parametrize(

@@ -43,9 +43,23 @@ from ._common import (
     table_html,
     toggle,
 )
-from .heatmap import Heatmap
+from .heatmap import CELL_MIN, Heatmap, auto_cell_size
 
 PANELS = ("Q and K", "raw scores", "scaled + masked", "weights", "output", "per head")
+WEIGHTS_PANEL = 240  # px, the weights panel's panel_size
+OUTPUT_WIDTH = 480  # px, the width the output panel's grid keeps to if it can...
+OUTPUT_WIDTH_MAX = 768  # px, ...and the most it grows to keep cells of OUTPUT_CELL px
+OUTPUT_CELL = 12  # px
+
+
+def output_cell_size(tq: int, tk: int, d_model: int) -> int:
+    """Cells of the output (Tq, M) panel: the weights' size, within 480 px (768 px if M > 40).
+
+    Fitted like the square panels (panel_size / max(Tq, M)), a wide output would get cells a
+    third the size of the weights' beside it (12 px against 40 px for Tq = 6, M = 16).
+    """
+    fit = max(OUTPUT_WIDTH // d_model, min(OUTPUT_CELL, OUTPUT_WIDTH_MAX // d_model))
+    return max(CELL_MIN, min(auto_cell_size(WEIGHTS_PANEL, tq, tk), fit))
 
 
 def _panel(name: str, title: str, **traits: Any) -> Heatmap:
@@ -94,7 +108,7 @@ class AttentionExplorer(Explorer):
         self.mask.observe(self._mask_kind_changed, names="value")
 
         diverging = {"colormap": DIVERGING_CMAP, "symmetric": True, "panel_size": 200}
-        weights = {"vmin": 0.0, "vmax": 1.0, "panel_size": 240}
+        weights = {"vmin": 0.0, "vmax": 1.0, "panel_size": WEIGHTS_PANEL}
         self.panels = {
             "q": _panel("q", "Q (head)", **diverging),
             "k": _panel("k", "K (head)", **diverging),
@@ -229,10 +243,12 @@ class AttentionExplorer(Explorer):
                 r.weights[h], blocked, r.fully_masked[h], title=f"weights, head {h}", **rows
             )
         if "output" in shown:
+            tq, m = r.output.shape  # (Tq, M)
             self.panels["output"].set_data(
                 r.output,
                 row_labels=qt,
                 title=f"output (Tq, M) = {shape_str(r.output.shape)}",
+                cell_size=output_cell_size(tq, len(kt), m),
                 **common,
             )
         if "per head" in shown:

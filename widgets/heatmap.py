@@ -22,8 +22,13 @@ title, colormap (one of widgets._common.COLORMAPS), vmin / vmax (None = automati
 finite unmasked values) and symmetric (automatic limits centred on 0, for diverging maps),
 which stay in the kernel and set the synced `limits`,
 show_numbers (values printed in cells of >= 16 px), show_colorbar, colorbar_label, columns
-(small multiples per row; 0 = automatic), cell_size (px; 0 = fit panel_size), panel_size,
-highlight_row (outline one row in every panel; -1 = none), clickable, digits.
+(small multiples per row; 0 = automatic), cell_size (px; 0 = fit panel_size, see
+`auto_cell_size`), panel_size, highlight_row (outline one row in every panel; -1 = none),
+clickable, digits.
+
+Layout: the colour bar spans the grids exactly (top of the first to bottom of the last). Every
+row and column is labelled in cells of >= 7 px (LABELLED_CELL_MIN; the font shrinks from 11 to
+7 px), e.g. all 32 rows of a 224 px grid; smaller cells label every second (third, ...) row.
 
 `TokenLines` - query tokens on the left, key tokens on the right, a line for every weight
 (opacity and width = weight), like BertViz's head view; hover or click a query token to see only
@@ -31,7 +36,9 @@ its lines. `tl.set_data(weights (Tq, Tk), query_tokens, key_tokens=None)`; `tl.s
 clicked query (-1 = all) and syncs back from the browser.
 
 Browser tests: the widget root has the class `ac-heatmap` / `ac-token-lines` plus any classes
-added with add_class, and its `data-redraws` attribute counts the redraws.
+added with add_class, its `data-redraws` attribute counts the redraws, and `data-layout` (JSON)
+holds the last layout: cell, labelStep, labelPx, gridLeft, gridTop, gridBottom, barX, barTop,
+barH, width, height (px). `heatmapLayout` in static/heatmap.js computes it without a browser.
 """
 
 from __future__ import annotations
@@ -111,6 +118,15 @@ def color_limits(
         else:
             lo = hi - 1.0
     return lo, hi
+
+
+CELL_MIN, CELL_MAX = 2, 40  # px; the browser clamps every cell size to this range
+LABELLED_CELL_MIN = 7  # px; from here up every row and column gets a label (7-11 px font)
+
+
+def auto_cell_size(panel_size: int, rows: int, cols: int) -> int:
+    """The cell size (px) the browser draws with `cell_size=0`: panel_size / max(rows, cols)."""
+    return max(CELL_MIN, min(panel_size // max(rows, cols, 1), CELL_MAX))
 
 
 def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:

@@ -30,9 +30,14 @@ from attention.explore import (
 
 from ._common import DIVERGING_CMAP, Explorer, css, int_slider, panel_row, refuse_clamped, toggle
 from .chart import PALETTE, SeriesChart, export_chart
-from .heatmap import Heatmap
+from .heatmap import LABELLED_CELL_MIN, Heatmap, auto_cell_size
 
 SHUFFLE_MAX = 9999
+OUTPUTS_PANEL = 320  # px, panel_size of the outputs and the difference
+LABEL_EVERY_ROW = 32  # up to this many tokens every output row is labelled (the order is read)
+SIDE_BY_SIDE_MAX = 800  # px; two output grids wider than this together are stacked
+DIFF_VMAX_FLOOR = 1e-3  # the difference's colour scale never ends below this: float noise
+#                         (~1e-7 when only permuted) stays dark instead of becoming a pattern
 
 
 def default_dims(d_model: int) -> tuple[int, ...]:
@@ -40,6 +45,39 @@ def default_dims(d_model: int) -> tuple[int, ...]:
     slow = 2 * (d_model // 8)
     dims = (0, 1, slow, slow + 1) if slow >= 2 else (0, 1)
     return tuple(i for i in dims if i < d_model)
+
+
+def outputs_layout(seq_len: int, d_model: int) -> tuple[int, int]:
+    """(cell_size, columns) of the outputs heatmap; the difference uses the same cell_size.
+
+    Cells stay large enough (7 px) for a label on every row up to 32 tokens; when that makes
+    the two panels wider than 800 px together, they are stacked (columns=1).
+    """
+    cell = auto_cell_size(OUTPUTS_PANEL, seq_len, d_model)
+    if seq_len <= LABEL_EVERY_ROW:
+        cell = max(cell, LABELLED_CELL_MIN)
+    columns = 1 if 2 * d_model * cell > SIDE_BY_SIDE_MAX else 0
+    return cell, columns
+
+
+def format_dims(dims: tuple[int, ...]) -> str:
+    """(0, 1, 8, 9) -> "0, 1, 8, 9", the text the dims field shows."""
+    return ", ".join(str(i) for i in dims)
+
+
+def parse_dims(text: str, d_model: int) -> tuple[int, ...]:
+    """ "0, 1, 8, 9" (commas or spaces) -> (0, 1, 8, 9); ValueError names what is wrong."""
+    parts = text.replace(",", " ").split()
+    if not all(part.isdigit() for part in parts):
+        raise ValueError(f"dims: expected whole numbers separated by commas, got {text!r}")
+    dims = tuple(dict.fromkeys(int(part) for part in parts))  # repeats dropped, order kept
+    if not 1 <= len(dims) <= PE_DIMS_MAX:
+        raise ValueError(f"dims: expected 1 to {PE_DIMS_MAX} dimensions, got {len(dims)}")
+    if max(dims) >= d_model:
+        raise ValueError(
+            f"dims: expected dimensions in [0, {d_model - 1}] (d_model={d_model}), got {max(dims)}"
+        )
+    return dims
 
 
 def dim_name(i: int, d_model: int) -> str:
@@ -52,10 +90,11 @@ def dim_name(i: int, d_model: int) -> str:
 class PositionalEncodingExplorer(Explorer):
     """The sinusoidal encoding as a heatmap and as curves, and the shuffle test.
 
-    Controls: seq_len (1..64), d_model (2..128, even), the dimensions drawn as curves (up to 8),
-    "add positional encoding", the shuffle seed with buttons "shuffle tokens" (a new order) and
-    "restore order" (seed 0), and the seed of embeddings and weights. `result` is the
-    PositionalResult of `attention.explore.explore_positional`.
+    Controls: seq_len (1..64), d_model (2..128, even), the dimensions drawn as curves (up to 8:
+    `dims`, a list, and `dims_text`, a field that shows them and takes typed ones such as
+    "0, 1, 32, 33"), "add positional encoding", the shuffle seed with buttons "shuffle tokens"
+    (a new order) and "restore order" (seed 0), and the seed of embeddings and weights.
+    `result` is the PositionalResult of `attention.explore.explore_positional`.
     """
 
     def __init__(
@@ -75,14 +114,21 @@ class PositionalEncodingExplorer(Explorer):
         self.d_model = int_slider("d_model", 2, PE_D_MODEL_MAX, d_model, name="d-model")
         self.d_model.step = 2
         self.dims = widgets.SelectMultiple(
-            options=list(range(d_model)),
-            value=dims,
-            rows=4,
-            description=f"curves (≤ {PE_DIMS_MAX})",
-            style={"description_width": "initial"},
-            layout={"width": "180px"},
+            options=list(range(d_model)), value=dims, rows=4, layout={"width": "90px"}
         )
         self.dims.add_class(css("dims"))
+        # The list scrolls its selection out of sight (dims 8, 9 below 0-3); the field always
+        # shows it, and typing "0, 1, 32, 33" is quicker than ctrl-clicking a list of 128.
+        self.dims_text = widgets.Text(
+            value=format_dims(dims),
+            description=f"curves (≤ {PE_DIMS_MAX})",
+            placeholder="e.g. 0, 1, 8, 9",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout={"width": "240px"},
+        )
+        self.dims_text.add_class(css("dims-text"))
+        self._dims_text_shown = self.dims_text.value
         self.add_positions = toggle("add positional encoding", add_positions, name="add-pe")
         self.shuffle = widgets.BoundedIntText(
             value=shuffle,
@@ -110,19 +156,22 @@ class PositionalEncodingExplorer(Explorer):
         )  # fmt: skip
         self.encoding.add_class(css("encoding"))
         self.curves = SeriesChart(name="curves", width=560, height=250, legend="right")
-        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=300)
+        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=OUTPUTS_PANEL)
         self.outputs.add_class(css("outputs"))
-        self.difference = Heatmap(title="|difference|", vmin=0.0, panel_size=300)
+        self.difference = Heatmap(title="|difference|", vmin=0.0, panel_size=OUTPUTS_PANEL)
         self.difference.add_class(css("difference"))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
+        # two columns: sliders and the shuffle on the left, the curves' dimensions on the right
         controls = [
-            self.seq_len,
-            self.d_model,
-            self.dims,
-            self.add_positions,
-            self.seed,
-            widgets.HBox([self.shuffle, self.shuffle_button, self.restore_button]),
+            widgets.VBox(
+                [
+                    widgets.HBox([self.seq_len, self.d_model]),
+                    widgets.HBox([self.add_positions, self.seed]),
+                    widgets.HBox([self.shuffle, self.shuffle_button, self.restore_button]),
+                ]
+            ),
+            widgets.VBox([self.dims_text, self.dims], layout={"align_items": "flex-end"}),
         ]
         body = [
             panel_row([self.encoding, self.curves]),
@@ -137,11 +186,19 @@ class PositionalEncodingExplorer(Explorer):
 
     def _sync_controls(self) -> None:
         m = self.d_model.value
-        keep = tuple(i for i in self.dims.value if i < m)[:PE_DIMS_MAX] or default_dims(m)
+        wanted = tuple(self.dims.value)
+        if self.dims_text.value != self._dims_text_shown:  # the learner typed dims
+            try:
+                wanted = parse_dims(self.dims_text.value, m)
+            except ValueError:
+                self.dims_text.value = self._dims_text_shown  # the message quotes the typo
+                raise
+        keep = tuple(i for i in wanted if i < m)[:PE_DIMS_MAX] or default_dims(m)
         if len(self.dims.options) != m:
             self.dims.options = list(range(m))
         if tuple(self.dims.value) != keep:
             self.dims.value = keep
+        self.dims_text.value = self._dims_text_shown = format_dims(keep)
 
     def _read_params(self) -> PositionalParams:
         return PositionalParams(
@@ -189,6 +246,7 @@ class PositionalEncodingExplorer(Explorer):
         check = r.with_positions if self.add_positions.value else r.without_positions
         order = [int(i) for i in r.permutation]
         lim = float(check.output.abs().max())
+        cell, columns = outputs_layout(p.seq_len, p.d_model)
         self.outputs.set_data(
             torch.stack([check.shuffled_output, check.permuted_output]),  # (2, T, M)
             row_labels=[f"tok {i}" for i in order],
@@ -197,13 +255,20 @@ class PositionalEncodingExplorer(Explorer):
             title="self-attention output, rows = shuffled order",
             vmin=-lim,
             vmax=lim,
+            cell_size=cell,
+            columns=columns,
         )
-        # Scaled like the outputs, so float noise (~1e-7) shows as zero, not as a pattern.
+        # Its own scale, 0 .. its max, so a real difference shows where and how much; the
+        # floor keeps float noise (max ~1e-7 when only permuted) uniformly dark.
+        diff = (check.shuffled_output - check.permuted_output).abs()  # (T, M)
+        diff_max = float(diff.max())
         self.difference.set_data(
-            (check.shuffled_output - check.permuted_output).abs(),
+            diff,
             row_labels=[f"tok {i}" for i in order],
             col_labels=[str(j) for j in range(p.d_model)],
-            vmax=max(lim, 1e-6),
+            title=f"|difference|, max {diff_max:.2g}",
+            vmax=max(diff_max, DIFF_VMAX_FLOOR),
+            cell_size=cell,
         )
         self.readout.value = _readout_html(r, self.add_positions.value)
 

@@ -150,6 +150,92 @@ function listen(model, keys, cb) {
 // ------------------------------------------------------------------------------------------
 // Heatmap
 
+const LABEL_FONT_MAX = 11; // px; row and column labels shrink towards LABEL_FONT_MIN
+const LABEL_FONT_MIN = 7; // below this a label cannot be read: label every other row instead
+const BAR_W = 12; // colour bar width, px
+
+function labelFont(px) {
+  return `${px}px sans-serif`;
+}
+
+// The label size for cells of `cell` px: as large as fits one row, so every row and column is
+// labelled down to 7 px cells (32 rows in a 224 px grid), and only smaller cells skip labels.
+function labelSizing(cell) {
+  const font = Math.min(LABEL_FONT_MAX, Math.max(LABEL_FONT_MIN, cell - 1));
+  return { font, step: Math.ceil(font / cell) };
+}
+
+// Pixel layout of a heatmap (grids, labels, colour bar), as a pure function so it can be
+// tested without a browser. `spec`: P, R, C, rowLabels, colLabels, titles, title, columns,
+// cellSize, panelSize, showBar, legend (["masked", "full"]); `measure(font, text)` -> px.
+// The colour bar spans the grids exactly: from the top of the first grid to the bottom of the
+// last one (one grid, unless small multiples wrap onto several rows).
+export function heatmapLayout(spec, measure) {
+  const { P, R, C } = spec;
+  const rowLabels = spec.rowLabels || [];
+  const colLabels = spec.colLabels || [];
+  const titles = spec.titles || [];
+  const title = spec.title || "";
+  const legend = spec.legend || [];
+  const columns = spec.columns > 0 ? spec.columns : P <= 4 ? P : Math.ceil(P / Math.ceil(P / 4));
+  const nrows = Math.ceil(P / columns);
+  let cell = spec.cellSize;
+  if (!(cell > 0)) cell = Math.floor(spec.panelSize / Math.max(R, C));
+  cell = Math.max(2, Math.min(cell, 40));
+  const { font: labelPx, step: labelStep } = labelSizing(cell);
+  const widest = (labels) => {
+    let w = 0;
+    for (const s of labels) w = Math.max(w, measure(labelFont(labelPx), s));
+    return Math.ceil(w);
+  };
+  const rowLabelW = rowLabels.length === R ? Math.min(widest(rowLabels), 90) + 6 : 0;
+  const colLabelH = colLabels.length === C ? Math.min(widest(colLabels), 90) + 6 : 0;
+  const panelTitleH = titles.length ? 16 : 0;
+  const titleH = title ? 20 : 0;
+  const gap = 14;
+  const gridW = C * cell;
+  const gridH = R * cell;
+  const panels = [];
+  for (let p = 0; p < P; p++) {
+    const pr = Math.floor(p / columns);
+    const pc = p % columns;
+    const x0 = pc * (rowLabelW + gridW + gap);
+    const y0 = titleH + pr * (panelTitleH + colLabelH + gridH + gap);
+    panels.push({
+      x: x0 + rowLabelW, y: y0 + panelTitleH + colLabelH, titleY: y0,
+      rowLabels: pc === 0 || cell >= 14, colLabels: pr === 0 || cell >= 14,
+    });
+  }
+  const gridsW = columns * (rowLabelW + gridW + gap) - gap;
+  const gridsH = titleH + nrows * (panelTitleH + colLabelH + gridH + gap) - gap;
+  const showBar = !!spec.showBar;
+  const gridTop = panels[0].y;
+  const gridBottom = panels[P - 1].y + gridH;
+  const barX = gridsW + 18;
+  const barTop = gridTop;
+  const barH = gridBottom - gridTop;
+  // Ticks at least ~18 px apart: 5 on a tall bar, 3 or 2 (the ends) on a short one.
+  const barTicks = barH >= 72 ? 4 : barH >= 36 ? 2 : 1;
+  const barW = showBar || legend.length ? 70 + (legend.length ? 40 : 0) : 0;
+  let width = gridsW + (barW ? 18 + barW : 0);
+  // Titles may be wider than their grids: widen the canvas rather than clip them.
+  if (title) width = Math.max(width, Math.ceil(measure("bold 13px sans-serif", title)) + 4);
+  for (let p = 0; p < P && titles.length; p++) {
+    const need = panels[p].x + Math.ceil(measure(TITLE_FONT, titles[p] || "")) + 4;
+    width = Math.max(width, need);
+  }
+  const legendTop = showBar ? barTop + barH + 10 : barTop;
+  // Room below the grids for the lowest tick label (centred on the bar's end) and the legend.
+  const barBottom = showBar ? barTop + barH + 6 : 0;
+  const legendBottom = legend.length ? legendTop + legend.length * 18 : 0;
+  const height = Math.ceil(Math.max(gridsH, barBottom, legendBottom));
+  return {
+    P, R, C, cell, columns, rowLabelW, colLabelH, panelTitleH, titleH, panels, labelStep,
+    labelPx, rowLabels, colLabels, titles, title, width, height, showBar, barX, barTop, barH,
+    barTicks, legend, legendTop, gridTop, gridBottom,
+  };
+}
+
 const HEATMAP_KEYS = [
   "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
   "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
@@ -187,61 +273,30 @@ function renderHeatmap({ model, el }) {
   }
 
   function layout(ctx, st) {
-    const { P, R, C } = st;
-    const rowLabels = model.get("row_labels") || [];
-    const colLabels = model.get("col_labels") || [];
-    const titles = model.get("panel_titles") || [];
-    const title = model.get("title") || "";
-    const columns = model.get("columns") > 0 ? model.get("columns") : P <= 4 ? P : Math.ceil(P / Math.ceil(P / 4));
-    const nrows = Math.ceil(P / columns);
-    let cell = model.get("cell_size");
-    if (!(cell > 0)) cell = Math.floor(model.get("panel_size") / Math.max(R, C));
-    cell = Math.max(2, Math.min(cell, 40));
-    ctx.font = FONT;
-    const labelStep = Math.max(1, Math.ceil(12 / cell));
-    const rowLabelW = rowLabels.length === R ? Math.min(textWidth(ctx, rowLabels), 90) + 6 : 0;
-    const colLabelH = colLabels.length === C ? Math.min(textWidth(ctx, colLabels), 90) + 6 : 0;
-    const panelTitleH = titles.length ? 16 : 0;
-    const titleH = title ? 20 : 0;
-    const gap = 14;
-    const gridW = C * cell;
-    const gridH = R * cell;
-    const panels = [];
-    for (let p = 0; p < P; p++) {
-      const pr = Math.floor(p / columns);
-      const pc = p % columns;
-      const x0 = pc * (rowLabelW + gridW + gap);
-      const y0 = titleH + pr * (panelTitleH + colLabelH + gridH + gap);
-      panels.push({
-        x: x0 + rowLabelW, y: y0 + panelTitleH + colLabelH, titleY: y0,
-        rowLabels: pc === 0 || cell >= 14, colLabels: pr === 0 || cell >= 14,
-      });
-    }
-    const gridsW = columns * (rowLabelW + gridW + gap) - gap;
-    const gridsH = titleH + nrows * (panelTitleH + colLabelH + gridH + gap) - gap;
-    const showBar = model.get("show_colorbar");
     const legend = [];
     if (st.masked && st.masked.data.some((m) => m)) legend.push("masked");
     if (st.full && st.full.data.some((m) => m)) legend.push("full");
-    const barX = gridsW + 18;
-    const barTop = titleH + panelTitleH + colLabelH;
-    const barH = Math.max(Math.min(gridH, 220), 100);
-    const barW = showBar || legend.length ? 70 + (legend.length ? 40 : 0) : 0;
-    let width = gridsW + (barW ? 18 + barW : 0);
-    // Titles may be wider than their grids: widen the canvas rather than clip them.
-    ctx.font = "bold 13px sans-serif";
-    if (title) width = Math.max(width, Math.ceil(ctx.measureText(title).width) + 4);
-    ctx.font = TITLE_FONT;
-    for (let p = 0; p < P && titles.length; p++) {
-      const need = panels[p].x + Math.ceil(ctx.measureText(titles[p] || "").width) + 4;
-      width = Math.max(width, need);
-    }
-    ctx.font = FONT;
-    const height = Math.max(gridsH, barTop + (showBar ? barH + 8 : 0) + legend.length * 18 + 4);
-    return {
-      P, R, C, cell, columns, rowLabelW, colLabelH, panelTitleH, titleH, panels, labelStep,
-      rowLabels, colLabels, titles, title, width, height, showBar, barX, barTop, barH, legend,
+    const measure = (font, text) => {
+      ctx.font = font;
+      return ctx.measureText(text).width;
     };
+    const g = heatmapLayout(
+      {
+        P: st.P, R: st.R, C: st.C,
+        rowLabels: model.get("row_labels") || [],
+        colLabels: model.get("col_labels") || [],
+        titles: model.get("panel_titles") || [],
+        title: model.get("title") || "",
+        columns: model.get("columns"),
+        cellSize: model.get("cell_size"),
+        panelSize: model.get("panel_size"),
+        showBar: model.get("show_colorbar"),
+        legend,
+      },
+      measure,
+    );
+    ctx.font = FONT;
+    return g;
   }
 
   function draw() {
@@ -361,21 +416,28 @@ function renderHeatmap({ model, el }) {
       ctx.setLineDash([]);
     }
     drawColourbar(ctx, g, table, lo, hi, pattern);
+    // for browser tests: where the grids, labels and colour bar went
+    const exposed = JSON.stringify({
+      cell, labelStep: g.labelStep, labelPx: g.labelPx, gridLeft: g.panels[0].x,
+      gridTop: g.gridTop, gridBottom: g.gridBottom, barX: g.barX, barTop: g.barTop,
+      barH: g.showBar ? g.barH : 0, width: g.width, height: g.height,
+    });
+    el.dataset.layout = exposed;
+    root.dataset.layout = exposed;
     canvas.style.cursor = model.get("clickable") ? "pointer" : "default";
     canvas.setAttribute("aria-label", `${g.title || "heatmap"}: ${P} x ${R} x ${C}`);
     finish();
   }
 
   function drawLabels(ctx, g, pan, p) {
-    ctx.font = FONT;
     ctx.fillStyle = TEXT;
     if (g.titles.length) {
       ctx.font = TITLE_FONT;
       ctx.textAlign = "left";
       ctx.textBaseline = "top";
       ctx.fillText(g.titles[p] || "", pan.x, pan.titleY + 1);
-      ctx.font = FONT;
     }
+    ctx.font = labelFont(g.labelPx);
     if (pan.rowLabels && g.rowLabelW) {
       ctx.textAlign = "right";
       ctx.textBaseline = "middle";
@@ -402,27 +464,31 @@ function renderHeatmap({ model, el }) {
     if (g.showBar) {
       const label = model.get("colorbar_label");
       for (let i = 0; i < g.barH; i++) {
-        const [r, gg, b] = colourAt(table, 1 - i / (g.barH - 1));
+        const [r, gg, b] = colourAt(table, 1 - i / Math.max(g.barH - 1, 1));
         ctx.fillStyle = `rgb(${r},${gg},${b})`;
-        ctx.fillRect(x, y + i, 12, 1);
+        ctx.fillRect(x, y + i, BAR_W, 1);
       }
       ctx.strokeStyle = "#888";
       ctx.lineWidth = 1;
-      ctx.strokeRect(x - 0.5, y - 0.5, 13, g.barH + 1);
+      // the same outline as the grid's: 1 px outside, so bar and grid share top and bottom
+      ctx.strokeRect(x - 0.5, y - 0.5, BAR_W + 1, g.barH + 1);
       ctx.font = FONT;
       ctx.fillStyle = TEXT;
       ctx.textAlign = "left";
       ctx.textBaseline = "middle";
       // One number format for all ticks, chosen from the spacing between them.
-      const step = (hi - lo) / 4;
+      const n = g.barTicks;
+      const step = (hi - lo) / n;
       const digits = Math.min(Math.max(2 - Math.floor(Math.log10(step || 1)), 0), 6);
-      for (let t = 0; t <= 4; t++) {
+      for (let t = 0; t <= n; t++) {
         let v = hi - step * t;
         if (Math.abs(v) < step * 1e-6) v = 0;
-        const ty = y + ((g.barH - 1) * t) / 4;
-        ctx.fillRect(x + 12, ty, 3, 1);
+        const ty = y + ((g.barH - 1) * t) / n;
+        ctx.fillRect(x + BAR_W, ty, 3, 1);
         const a = Math.abs(v);
-        ctx.fillText(a >= 1e5 ? v.toExponential(1) : v.toFixed(digits), x + 17, ty);
+        const text = a >= 1e5 ? v.toExponential(1) : v.toFixed(digits);
+        // keep the end labels inside the canvas when the grid starts at its top
+        ctx.fillText(text, x + BAR_W + 5, Math.min(Math.max(ty, 6), g.height - 6));
       }
       if (label) {
         ctx.save();
@@ -433,8 +499,8 @@ function renderHeatmap({ model, el }) {
         ctx.fillText(label, 0, 0);
         ctx.restore();
       }
-      y += g.barH + 8;
     }
+    y = g.legendTop;
     for (const item of g.legend) {
       ctx.fillStyle = item === "masked" ? pattern : FULLY_MASKED_FACE;
       ctx.fillRect(x, y, 12, 12);
