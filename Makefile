@@ -21,7 +21,7 @@ $(STAMP): $(PY) pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(PY) -m jupyterlab --notebook-dir=lessons lessons/README.md
+	$(PY) -m jupyterlab lessons/README.md
 
 test: $(STAMP)
 	$(PY) -m ruff check .

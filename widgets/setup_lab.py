@@ -1,4 +1,5 @@
-"""Write JupyterLab settings overrides into this environment: no news fetch, no update check.
+"""Write JupyterLab settings overrides into this environment: no news fetch, no update check,
+Markdown files (lessons/README.md, the course path) open rendered rather than as source.
 
 Run once after installing (the Makefile does): ``python -m widgets.setup_lab``.
 
@@ -19,6 +20,9 @@ OVERRIDES: dict[str, dict[str, object]] = {
     "@jupyterlab/apputils-extension:notification": {
         "fetchNews": "false",
         "checkForUpdates": False,
+    },
+    "@jupyterlab/docmanager-extension:plugin": {
+        "defaultViewers": {"markdown": "Markdown Preview"},
     },
 }
 
