@@ -177,6 +177,12 @@ class Heatmap(anywidget.AnyWidget):
         self._click_handlers: list[ClickHandler] = []
         self.on_msg(self._handle_message)
         self.add_class(css("heatmap"))
+        # copies of the masks last synced: compared by value, as the arrays may be changed in
+        # place (or share memory with a tensor) after they were set
+        self._sent_masks: dict[str, np.ndarray | None] = {
+            "masked": _copy(self.masked),
+            "fully_masked": _copy(self.fully_masked),
+        }
         if values is not None:
             self.set_data(values)
 
@@ -244,8 +250,11 @@ class Heatmap(anywidget.AnyWidget):
                     raise ValueError(f"set_data: unknown trait {name!r}")
                 setattr(self, name, value)
             self.set_trait("values", v)
-            self.set_trait("masked", m)
-            self.set_trait("fully_masked", f)
+            # an unchanged mask is not re-sent (a seed change keeps it): arrays never compare
+            # equal to traitlets, so it would travel with every update
+            for name, mask in (("masked", m), ("fully_masked", f)):
+                if not _same_array(self._sent_masks.get(name), mask):
+                    self.set_trait(name, mask)
             # assign only changes: validating 64 labels per panel per update costs ~1 ms
             for name, new, n in (
                 ("row_labels", rows if row_labels is not None else None, r),
@@ -282,6 +291,11 @@ class Heatmap(anywidget.AnyWidget):
         v = proposal["value"]
         return None if v is None else to_numpy(v, bool)
 
+    @t.observe("masked", "fully_masked")
+    def _mask_changed(self, change: Any) -> None:
+        if hasattr(self, "_sent_masks"):  # not while __init__ sets the starting traits
+            self._sent_masks[change["name"]] = _copy(change["new"])
+
     @t.observe("vmin", "vmax", "symmetric", "values", "masked")
     def _limits_inputs_changed(self, _change: Any) -> None:
         self._update_limits()
@@ -317,6 +331,21 @@ class Heatmap(anywidget.AnyWidget):
             raise ValueError(f"click: cell {(panel, row, col)} outside (P, R, C) = {(p, r, c)}")
         for handler in list(self._click_handlers):
             handler(row, col, panel)
+
+
+def _same_array(old: np.ndarray | None, new: np.ndarray | None) -> bool:
+    """Both arrays and equal in shape, dtype and every element (None never counts as same)."""
+    return (
+        old is not None
+        and new is not None
+        and old.shape == new.shape
+        and old.dtype == new.dtype
+        and np.array_equal(old, new)
+    )
+
+
+def _copy(value: np.ndarray | None) -> np.ndarray | None:
+    return None if value is None else value.copy()
 
 
 def _keep(labels: list[str], n: int) -> list[str]:

@@ -88,26 +88,54 @@ function formatPrecise(v) {
 }
 
 // The pattern lives in user space (the context is already scaled by devicePixelRatio).
+// The tile is built once per page; a pattern is cheap to make from it for each context.
+let hatchTile = null;
 function hatchPattern(ctx) {
-  const s = 6;
-  const c = document.createElement("canvas");
-  c.width = s;
-  c.height = s;
-  const g = c.getContext("2d");
-  g.fillStyle = MASKED_FACE;
-  g.fillRect(0, 0, s, s);
-  g.strokeStyle = MASKED_HATCH;
-  g.lineWidth = 1;
-  g.beginPath();
-  // one diagonal plus the two corner pieces, so tiles join into continuous lines
-  g.moveTo(0, s);
-  g.lineTo(s, 0);
-  g.moveTo(-1, 1);
-  g.lineTo(1, -1);
-  g.moveTo(s - 1, s + 1);
-  g.lineTo(s + 1, s - 1);
-  g.stroke();
-  return ctx.createPattern(c, "repeat");
+  if (!hatchTile) {
+    const s = 6;
+    const c = document.createElement("canvas");
+    c.width = s;
+    c.height = s;
+    const g = c.getContext("2d");
+    g.fillStyle = MASKED_FACE;
+    g.fillRect(0, 0, s, s);
+    g.strokeStyle = MASKED_HATCH;
+    g.lineWidth = 1;
+    g.beginPath();
+    // one diagonal plus the two corner pieces, so tiles join into continuous lines
+    g.moveTo(0, s);
+    g.lineTo(s, 0);
+    g.moveTo(-1, 1);
+    g.lineTo(1, -1);
+    g.moveTo(s - 1, s + 1);
+    g.lineTo(s + 1, s - 1);
+    g.stroke();
+    hatchTile = c;
+  }
+  return ctx.createPattern(hatchTile, "repeat");
+}
+
+// The colour bar's gradient, one pixel per row (top = 1, bottom = 0), built once per colormap
+// and height: drawn with one drawImage instead of a fillRect (and a colour string) per row.
+const barCache = new Map();
+function colourbarStrip(name, table, h) {
+  const key = `${name}:${h}`;
+  let strip = barCache.get(key);
+  if (!strip) {
+    strip = document.createElement("canvas");
+    strip.width = 1;
+    strip.height = h;
+    const g = strip.getContext("2d");
+    const img = g.createImageData(1, h);
+    for (let i = 0; i < h; i++) {
+      const [r, gg, b] = colourAt(table, 1 - i / Math.max(h - 1, 1));
+      img.data.set([r, gg, b, 255], 4 * i);
+    }
+    g.putImageData(img, 0, 0);
+    if (barCache.size > 64) barCache.clear();
+    barCache.set(key, strip);
+  }
+  return strip;
 }
 
 function textWidth(ctx, labels) {
@@ -118,11 +146,21 @@ function textWidth(ctx, labels) {
 
 function setupCanvas(canvas, width, height) {
   const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.max(1, Math.round(width * dpr));
-  canvas.height = Math.max(1, Math.round(height * dpr));
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
+  const w = Math.max(1, Math.round(width * dpr));
+  const h = Math.max(1, Math.round(height * dpr));
   const ctx = canvas.getContext("2d");
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w; // reallocates the bitmap and resets the context
+    canvas.height = h;
+  } else if (ctx.reset) {
+    ctx.reset(); // same size: a clean context without reallocating
+  } else {
+    canvas.width = w;
+  }
+  const cssW = `${width}px`;
+  const cssH = `${height}px`;
+  if (canvas.style.width !== cssW) canvas.style.width = cssW;
+  if (canvas.style.height !== cssH) canvas.style.height = cssH;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   return { ctx, dpr };
 }
@@ -260,6 +298,8 @@ function renderHeatmap({ model, el }) {
   let cursor = null; // keyboard focus cell {panel,row,col}
   let state = null;
   let lastHover = null;
+  const off = document.createElement("canvas"); // one pixel per cell, reused across draws
+  const offCtx = off.getContext("2d");
 
   function read() {
     const values = readArray(model.get("values"));
@@ -333,10 +373,10 @@ function renderHeatmap({ model, el }) {
       ctx.fillText(g.title, 0, 2);
     }
     // One offscreen image per panel (one pixel per cell) scaled up without smoothing.
-    const off = document.createElement("canvas");
-    off.width = C;
-    off.height = R;
-    const offCtx = off.getContext("2d");
+    if (off.width !== C || off.height !== R) {
+      off.width = C;
+      off.height = R;
+    }
     const img = offCtx.createImageData(C, R);
     for (let p = 0; p < P; p++) {
       const pan = g.panels[p];
@@ -463,10 +503,9 @@ function renderHeatmap({ model, el }) {
     const x = g.barX;
     if (g.showBar) {
       const label = model.get("colorbar_label");
-      for (let i = 0; i < g.barH; i++) {
-        const [r, gg, b] = colourAt(table, 1 - i / Math.max(g.barH - 1, 1));
-        ctx.fillStyle = `rgb(${r},${gg},${b})`;
-        ctx.fillRect(x, y + i, BAR_W, 1);
+      if (g.barH > 0) {
+        ctx.imageSmoothingEnabled = false;
+        ctx.drawImage(colourbarStrip(model.get("colormap"), table, g.barH), x, y, BAR_W, g.barH);
       }
       ctx.strokeStyle = "#888";
       ctx.lineWidth = 1;
