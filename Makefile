@@ -37,6 +37,7 @@ classroom: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/kernel_update.py
 	$(PY) benchmarks/browser_latency.py
+	$(PY) benchmarks/train_reverse.py --no-save
 
 format: $(STAMP)
 	$(PY) -m ruff format .
