@@ -53,11 +53,38 @@ function lut(name) {
 
 // t in [0, 1] -> [r, g, b]
 function colourAt(table, t) {
+  const out = [0, 0, 0];
+  writeColour(table, t, out, 0);
+  return out;
+}
+
+// The same colour as colourAt, written into out[o..o+2] without allocating (the hot path:
+// one call per cell per redraw).
+function writeColour(table, t, out, o) {
   const n = table.length / 3 - 1;
-  const x = Math.min(Math.max(t, 0), 1) * n;
-  const i = Math.min(Math.floor(x), n - 1);
+  const x = (t < 0 ? 0 : t > 1 ? 1 : t) * n;
+  let i = Math.floor(x);
+  if (i > n - 1) i = n - 1;
   const f = x - i;
-  return [0, 1, 2].map((c) => Math.round(table[3 * i + c] * (1 - f) + table[3 * i + 3 + c] * f));
+  const g = 1 - f;
+  const j = 3 * i;
+  out[o] = Math.round(table[j] * g + table[j + 3] * f);
+  out[o + 1] = Math.round(table[j + 1] * g + table[j + 4] * f);
+  out[o + 2] = Math.round(table[j + 2] * g + table[j + 5] * f);
+}
+
+// measureText per font and text, kept across redraws: the labels rarely change between them.
+const widthCache = new Map();
+function measureCached(ctx, font, text) {
+  const key = `${font}\u0000${text}`;
+  let w = widthCache.get(key);
+  if (w === undefined) {
+    if (ctx.font !== font) ctx.font = font;
+    w = ctx.measureText(text).width;
+    if (widthCache.size > 4096) widthCache.clear();
+    widthCache.set(key, w);
+  }
+  return w;
 }
 
 function readArray(obj) {
@@ -300,6 +327,8 @@ function renderHeatmap({ model, el }) {
   let lastHover = null;
   const off = document.createElement("canvas"); // one pixel per cell, reused across draws
   const offCtx = off.getContext("2d");
+  let img = null; // off's ImageData, reused while the shape stays
+  const rgb = [0, 0, 0];
 
   function read() {
     const values = readArray(model.get("values"));
@@ -316,10 +345,7 @@ function renderHeatmap({ model, el }) {
     const legend = [];
     if (st.masked && st.masked.data.some((m) => m)) legend.push("masked");
     if (st.full && st.full.data.some((m) => m)) legend.push("full");
-    const measure = (font, text) => {
-      ctx.font = font;
-      return ctx.measureText(text).width;
-    };
+    const measure = (font, text) => measureCached(ctx, font, text);
     const g = heatmapLayout(
       {
         P: st.P, R: st.R, C: st.C,
@@ -351,7 +377,7 @@ function renderHeatmap({ model, el }) {
     }
     const probe = canvas.getContext("2d");
     const g = layout(probe, state);
-    const { ctx } = setupCanvas(canvas, g.width, g.height);
+    const { ctx, dpr } = setupCanvas(canvas, g.width, g.height);
     geom = g;
     ctx.clearRect(0, 0, g.width, g.height);
     const table = lut(model.get("colormap"));
@@ -372,26 +398,33 @@ function renderHeatmap({ model, el }) {
       ctx.textAlign = "left";
       ctx.fillText(g.title, 0, 2);
     }
-    // One offscreen image per panel (one pixel per cell) scaled up without smoothing.
-    if (off.width !== C || off.height !== R) {
+    // One offscreen image (one pixel per cell, the panels stacked vertically), filled in one
+    // pass and put once, then each panel's part scaled up without smoothing.
+    if (off.width !== C || off.height !== P * R) {
       off.width = C;
-      off.height = R;
+      off.height = P * R;
+      img = null;
     }
-    const img = offCtx.createImageData(C, R);
+    if (!img) img = offCtx.createImageData(C, P * R);
+    const px = img.data;
+    for (let i = 0, n = P * R * C; i < n; i++) {
+      const v = vals[i];
+      const o = 4 * i;
+      if (Number.isFinite(v)) writeColour(table, (v - lo) / span, px, o);
+      else {
+        px[o] = 255;
+        px[o + 1] = 255;
+        px[o + 2] = 255;
+      }
+      px[o + 3] = 255;
+    }
+    offCtx.putImageData(img, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    const hr = model.get("highlight_row");
     for (let p = 0; p < P; p++) {
       const pan = g.panels[p];
       const base = p * R * C;
-      for (let i = 0; i < R * C; i++) {
-        const v = vals[base + i];
-        const [r, gg, b] = Number.isFinite(v) ? colourAt(table, (v - lo) / span) : [255, 255, 255];
-        img.data[4 * i] = r;
-        img.data[4 * i + 1] = gg;
-        img.data[4 * i + 2] = b;
-        img.data[4 * i + 3] = 255;
-      }
-      offCtx.putImageData(img, 0, 0);
-      ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(off, pan.x, pan.y, C * cell, R * cell);
+      ctx.drawImage(off, 0, p * R, C, R, pan.x, pan.y, C * cell, R * cell);
       // Masked (and non-finite) cells: hatched, merged into runs along each row.
       ctx.fillStyle = pattern;
       for (let r = 0; r < R; r++) {
@@ -425,8 +458,8 @@ function renderHeatmap({ model, el }) {
             if (msk && msk[k] && Number.isFinite(v)) continue;
             let colour = "#444";
             if (Number.isFinite(v)) {
-              const [cr, cg, cb] = colourAt(table, (v - lo) / span);
-              colour = 0.299 * cr + 0.587 * cg + 0.114 * cb > 140 ? "#000" : "#fff";
+              writeColour(table, (v - lo) / span, rgb, 0);
+              colour = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140 ? "#000" : "#fff";
             }
             ctx.fillStyle = colour;
             ctx.fillText(formatValue(v, digits), pan.x + (c + 0.5) * cell, pan.y + (r + 0.5) * cell);
@@ -436,7 +469,6 @@ function renderHeatmap({ model, el }) {
       ctx.strokeStyle = "#888";
       ctx.lineWidth = 1;
       ctx.strokeRect(pan.x - 0.5, pan.y - 0.5, C * cell + 1, R * cell + 1);
-      const hr = model.get("highlight_row");
       if (hr >= 0 && hr < R) {
         ctx.lineWidth = 2;
         ctx.strokeStyle = "#000";
@@ -445,7 +477,7 @@ function renderHeatmap({ model, el }) {
         ctx.strokeStyle = "#fff";
         ctx.strokeRect(pan.x + 0.5, pan.y + hr * cell + 0.5, C * cell - 1, cell - 1);
       }
-      drawLabels(ctx, g, pan, p);
+      drawLabels(ctx, g, pan, p, dpr);
     }
     if (cursor && cursor.panel < P && cursor.row < R && cursor.col < C) {
       const pan = g.panels[cursor.panel];
@@ -469,7 +501,7 @@ function renderHeatmap({ model, el }) {
     finish();
   }
 
-  function drawLabels(ctx, g, pan, p) {
+  function drawLabels(ctx, g, pan, p, dpr) {
     ctx.fillStyle = TEXT;
     if (g.titles.length) {
       ctx.font = TITLE_FONT;
@@ -488,13 +520,16 @@ function renderHeatmap({ model, el }) {
     if (pan.colLabels && g.colLabelH) {
       ctx.textAlign = "left";
       ctx.textBaseline = "middle";
+      // rotated a quarter turn about each label's anchor: the matrix of
+      // scale(dpr) . translate(x, y) . rotate(-pi / 2), set directly
+      const cos = Math.cos(-Math.PI / 2) * dpr;
+      const sin = Math.sin(-Math.PI / 2) * dpr;
+      const y = (pan.y - 4) * dpr;
       for (let c = 0; c < g.C; c += g.labelStep) {
-        ctx.save();
-        ctx.translate(pan.x + (c + 0.5) * g.cell, pan.y - 4);
-        ctx.rotate(-Math.PI / 2);
+        ctx.setTransform(cos, sin, -sin, cos, (pan.x + (c + 0.5) * g.cell) * dpr, y);
         ctx.fillText(g.colLabels[c], 0, 0, g.colLabelH - 6);
-        ctx.restore();
       }
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     }
   }
 
