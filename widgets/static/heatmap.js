@@ -192,6 +192,17 @@ function setupCanvas(canvas, width, height) {
   return { ctx, dpr };
 }
 
+// Attach the canvas's event handlers and redraw on model changes; return the clean-up.
+function wire(canvas, events, model, keys, draw) {
+  for (const [name, fn] of Object.entries(events)) canvas.addEventListener(name, fn);
+  const stop = listen(model, keys, scheduler(draw));
+  draw();
+  return () => {
+    stop();
+    for (const [name, fn] of Object.entries(events)) canvas.removeEventListener(name, fn);
+  };
+}
+
 // Coalesce the change events of one message into one redraw.
 function scheduler(fn) {
   let pending = false;
@@ -671,20 +682,8 @@ function renderHeatmap({ model, el }) {
       sendClick(cursor);
     }
   };
-  canvas.addEventListener("mousemove", onMove);
-  canvas.addEventListener("mouseleave", onLeave);
-  canvas.addEventListener("click", onClick);
-  canvas.addEventListener("keydown", onKey);
-
-  const stop = listen(model, HEATMAP_KEYS, scheduler(draw));
-  draw();
-  return () => {
-    stop();
-    canvas.removeEventListener("mousemove", onMove);
-    canvas.removeEventListener("mouseleave", onLeave);
-    canvas.removeEventListener("click", onClick);
-    canvas.removeEventListener("keydown", onKey);
-  };
+  const events = { mousemove: onMove, mouseleave: onLeave, click: onClick, keydown: onKey };
+  return wire(canvas, events, model, HEATMAP_KEYS, draw);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -821,19 +820,8 @@ function renderLines({ model, el }) {
       model.save_changes();
     }
   };
-  canvas.addEventListener("mousemove", onMove);
-  canvas.addEventListener("mouseleave", onLeave);
-  canvas.addEventListener("click", onClick);
-  canvas.addEventListener("keydown", onKey);
-  const stop = listen(model, LINES_KEYS, scheduler(draw));
-  draw();
-  return () => {
-    stop();
-    canvas.removeEventListener("mousemove", onMove);
-    canvas.removeEventListener("mouseleave", onLeave);
-    canvas.removeEventListener("click", onClick);
-    canvas.removeEventListener("keydown", onKey);
-  };
+  const events = { mousemove: onMove, mouseleave: onLeave, click: onClick, keydown: onKey };
+  return wire(canvas, events, model, LINES_KEYS, draw);
 }
 
 function render({ model, el }) {
