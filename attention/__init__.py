@@ -16,7 +16,6 @@ transformer.
 """
 
 from .additive import AdditiveAttention
-from .device import default_device
 from .functional import AttentionResult, masked_softmax, scaled_dot_product_attention
 from .masks import (
     causal_mask,
@@ -66,7 +65,6 @@ __all__ = [
     "TransformerResult",
     "causal_mask",
     "count_parameters",
-    "default_device",
     "divisors",
     "from_additive_mask",
     "from_key_padding_mask",

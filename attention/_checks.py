@@ -53,3 +53,17 @@ def check_positive_int(name: str, value: object) -> int:
     if value < 1:
         raise ValueError(f"{name}: expected a positive int, got {value}")
     return value
+
+
+def divisors(n: int) -> list[int]:
+    """All divisors of n in increasing order (the head counts a width allows)."""
+    return [h for h in range(1, n + 1) if n % h == 0]
+
+
+def check_divisible(name: str, width: int, n_heads: int) -> None:
+    """Raise unless `width` splits evenly into `n_heads` heads; the hint lists the head counts."""
+    if width % n_heads:
+        raise ValueError(
+            f"{name}={width} is not divisible by n_heads={n_heads}; "
+            f"choose n_heads from {divisors(width)}"
+        )

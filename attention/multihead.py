@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_divisible, check_positive_int, check_tensor, divisors, shape_str
 from .functional import scaled_dot_product_attention
 
 
@@ -21,8 +21,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, M) -> (B, H, T, M // H): each head gets its own slice of the width."""
     check_tensor("x", x, ndims=(3,), finite=False)
     b, t, m = x.shape
-    if m % n_heads:
-        raise ValueError(f"x: width {m} is not divisible by n_heads={n_heads}")
+    check_divisible("x's width", m, n_heads)
     return x.view(b, t, n_heads, m // n_heads).transpose(1, 2)  # (B, H, T, D)
 
 
@@ -31,11 +30,6 @@ def merge_heads(x: Tensor) -> Tensor:
     check_tensor("x", x, ndims=(4,), finite=False)
     b, h, t, d = x.shape
     return x.transpose(1, 2).reshape(b, t, h * d)  # (B, T, H*D)
-
-
-def divisors(n: int) -> list[int]:
-    """All divisors of n in increasing order (the head counts a width allows)."""
-    return [h for h in range(1, n + 1) if n % h == 0]
 
 
 @dataclass(frozen=True)
@@ -75,11 +69,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
-        if d_model % n_heads:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by n_heads={n_heads}; "
-                f"choose n_heads from {divisors(d_model)}"
-            )
+        check_divisible("d_model", d_model, n_heads)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.kdim, self.vdim = kdim or d_model, vdim or d_model
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)

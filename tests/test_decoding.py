@@ -4,8 +4,8 @@ the exposure-bias experiment, and the shipped model's behaviour."""
 import pytest
 import torch
 
-from attention.checkpoints import load_reverse_model
-from attention.decoding import (
+from attention.models.toy.checkpoints import load_reverse_model
+from attention.models.toy.decoding import (
     compare_teacher_forcing,
     exact_match,
     exposure_bias,
@@ -13,8 +13,8 @@ from attention.decoding import (
     pad_to,
     teacher_forced_tokens,
 )
-from attention.toydata import BOS, EOS, PAD, ToyTask, heldout_texts, make_batch, shift_right
-from attention.training import TrainConfig, make_model, train
+from attention.models.toy.data import BOS, EOS, PAD, ToyTask, heldout_texts, make_batch, shift_right
+from attention.models.toy.training import TrainConfig, make_model, train
 
 TASK = ToyTask("reverse")
 

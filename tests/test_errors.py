@@ -58,7 +58,7 @@ q3 = torch.randn(2, 4, 8)
         (lambda: A.MultiHeadAttention(8, 2).load_torch_weights(torch.nn.MultiheadAttention(8, 4)),
          ValueError, r"mha: expected embed_dim=8, num_heads=2, kdim=8, vdim=8; got 8, 4, 8, 8"),
         (lambda: A.split_heads(torch.randn(2, 3, 10), 4), ValueError,
-         r"x: width 10 is not divisible by n_heads=4"),
+         r"x's width=10 is not divisible by n_heads=4"),
         (lambda: A.merge_heads(q3), ValueError, r"x: expected a 4-D tensor, got shape \(2, 4, 8\)"),
         (lambda: A.causal_mask(0), ValueError, r"tq: expected a positive int, got 0"),
         (lambda: A.padding_mask([1, 5], 4), ValueError,

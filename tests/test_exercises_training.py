@@ -11,7 +11,7 @@ import torch
 
 from attention.exercises import training, training_solutions
 from attention.exercises.training import check_greedy_step, check_sequence_loss, check_shift_right
-from attention.toydata import PAD
+from attention.models.toy.data import PAD
 
 LESSON = Path(__file__).resolve().parents[1] / "lessons" / "11_encoder_decoder.ipynb"
 

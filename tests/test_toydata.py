@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attention.toydata import (
+from attention.models.toy.data import (
     BOS,
     EOS,
     PAD,

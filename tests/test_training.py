@@ -4,15 +4,15 @@ checkpoints (round trip and the three errors), and the shipped checkpoint's accu
 import pytest
 import torch
 
-from attention.checkpoints import (
+from attention.models.toy.checkpoints import (
     SHIPPED_REVERSE,
     load_checkpoint,
     load_reverse_model,
     save_checkpoint,
 )
-from attention.snapshots import AttentionSnapshot, snapshot_attention, snapshot_view
-from attention.toydata import EOS, PAD, ToyTask, make_batch, probe_text
-from attention.training import (
+from attention.models.toy.snapshots import AttentionSnapshot, snapshot_attention, snapshot_view
+from attention.models.toy.data import EOS, PAD, ToyTask, make_batch, probe_text
+from attention.models.toy.training import (
     TrainConfig,
     Trainer,
     evaluate,

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from attention.checkpoints import load_reverse_model
-from attention.decoding import exposure_bias
-from attention.toydata import ToyTask, heldout_texts, make_batch
-from attention.training import TrainConfig, Trainer, TrainHistory, make_model
+from attention.models.toy.checkpoints import load_reverse_model
+from attention.models.toy.decoding import exposure_bias
+from attention.models.toy.data import ToyTask, heldout_texts, make_batch
+from attention.models.toy.training import TrainConfig, Trainer, TrainHistory, make_model
 from widgets.training_view import (
     HELDOUT_ACC,
     LOSS,

@@ -18,11 +18,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from attention.checkpoints import load_reverse_model
-from attention.decoding import ExposureBiasResult
-from attention.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
-from attention.toydata import ToyTask
-from attention.training import Progress, TrainHistory
+from attention.models.toy.checkpoints import load_reverse_model
+from attention.models.toy.decoding import ExposureBiasResult
+from attention.models.toy.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
+from attention.models.toy.data import ToyTask
+from attention.models.toy.training import Progress, TrainHistory
 
 from ._common import Explorer, buttons, css, dropdown, set_options
 from .chart import PALETTE, SeriesChart

@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..checkpoints import load_reverse_model
-from ..toydata import BOS, PAD, ToyTask, make_batch, shift_right
-from ..training import sequence_loss
+from ..models.toy.checkpoints import load_reverse_model
+from ..models.toy.data import BOS, PAD, ToyTask, make_batch, shift_right
+from ..models.toy.training import sequence_loss
 from ._checking import Wrong as _Wrong
 from ._checking import call as _call
 from ._checking import checker as _checker

@@ -14,7 +14,8 @@ always give the same numbers (every random draw is seeded).
     PositionalEncodingExplorer  PositionalParams -> explore_positional    -> PositionalResult
 
 Modules: attention_map, masks, tokens, scaling, heads, positional; _util holds the size limits,
-argument checks, `one_thread` and the seeded MultiHeadAttention they share.
+argument checks, the seeded MultiHeadAttention they share and `one_thread` (applied once, by
+the widgets' Explorer base, around every update).
 """
 
 from ._util import MAX_LEN, MAX_WIDTH, one_thread

@@ -13,6 +13,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
 from ..multihead import divisors, merge_heads, split_heads
 from ._util import MAX_LEN, MAX_WIDTH, check_int
@@ -43,11 +44,7 @@ class AttentionParams:
         check_int("seq_len", self.seq_len, 1, MAX_LEN)
         check_int("key_len", self.key_len, 1, MAX_LEN)
         check_int("d_k", self.d_k, 1, MAX_WIDTH)
-        if self.n_heads not in divisors(self.d_k):
-            raise ValueError(
-                f"d_k={self.d_k} is not divisible by n_heads={self.n_heads}; "
-                f"choose n_heads from {divisors(self.d_k)}"
-            )
+        check_divisible("d_k", self.d_k, self.n_heads)
         if self.mask not in MASK_KINDS:
             raise ValueError(f"mask: expected one of {MASK_KINDS}, got {self.mask!r}")
         check_int("pad_len", self.pad_len, 0, self.tk)

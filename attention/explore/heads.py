@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
 from ..multihead import divisors
-from ._util import check_int, one_thread, seeded_mha
+from ._util import check_int, seeded_mha
 
 HEADS_D_MODELS = (4, 6, 8, 12, 16, 24, 32, 48, 64)  # widths the heads explorer offers
 HEADS_MAX = 16  # more heads than this do not fit as small multiples
@@ -41,11 +42,7 @@ class HeadsParams:
         if self.d_model not in HEADS_D_MODELS:
             raise ValueError(f"d_model: expected one of {list(HEADS_D_MODELS)}, got {self.d_model}")
         check_int("n_heads", self.n_heads, 1, HEADS_MAX)
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                f"choose n_heads from {head_choices(self.d_model)}"
-            )
+        check_divisible("d_model", self.d_model, self.n_heads)
         check_int("seq_len", self.seq_len, 1, HEADS_SEQ_MAX)
         check_int("batch", self.batch, 1, HEADS_BATCH_MAX)
         check_int("seed", self.seed, 0, 2**31 - 1)
@@ -170,5 +167,4 @@ def _explore_heads(p: HeadsParams) -> HeadsResult:
 
 def explore_heads(params: HeadsParams | None = None) -> HeadsResult:
     """Run multi-head attention step by step, and again with the split's transpose forgotten."""
-    with one_thread():
-        return _explore_heads(params or HeadsParams())
+    return _explore_heads(params or HeadsParams())

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
-from ._util import check_int, one_thread, seeded_mha
+from ._util import check_int, seeded_mha
 
 PE_SEQ_MAX = 64
 PE_D_MODEL_MAX = 128
@@ -119,5 +119,4 @@ def explore_positional(params: PositionalParams | None = None) -> PositionalResu
     Self-attention is permutation-equivariant: attention(x[perm]) == attention(x)[perm]. Adding
     PE (which stays with the slots when the tokens move) breaks that: order now matters.
     """
-    with one_thread():
-        return _explore_positional(params or PositionalParams())
+    return _explore_positional(params or PositionalParams())

@@ -13,7 +13,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from ._util import check_bool, check_int, one_thread
+from ._util import check_bool, check_int
 
 D_K_MAX = 512  # widest q and k the scaling explorer draws
 N_KEYS_MAX = 32  # longest softmax row it shows
@@ -177,5 +177,4 @@ def explore_scaling(params: ScalingParams | None = None) -> ScalingResult:
     var(q·k) = d_k, so unscaled scores grow with the width, the softmax saturates (one weight
     near 1) and the gradient through it vanishes; var(q·k / sqrt(d_k)) = 1 at every width.
     """
-    with one_thread():
-        return _explore_scaling(params or ScalingParams())
+    return _explore_scaling(params or ScalingParams())

@@ -11,6 +11,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from .._checks import check_divisible
 from ..multihead import MultiHeadAttention, divisors
 from ..positional import sinusoidal_positional_encoding
 from ._util import MAX_LEN, MAX_WIDTH, check_int
@@ -38,11 +39,7 @@ class TokenModelParams:
         if not 1 <= n <= MAX_LEN:
             raise ValueError(f"sentence: expected 1 to {MAX_LEN} tokens, got {n}")
         check_int("d_model", self.d_model, 1, MAX_WIDTH)
-        if self.n_heads not in divisors(self.d_model):
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                f"choose n_heads from {divisors(self.d_model)}"
-            )
+        check_divisible("d_model", self.d_model, self.n_heads)
         check_int("seed", self.seed, 0, 2**31 - 1)
 
 

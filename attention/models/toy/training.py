@@ -8,7 +8,7 @@ cross-entropy of the logits against tgt_out over the real (non-PAD) positions on
     history = trainer.run(callback=show)   # Ctrl-C / "interrupt kernel" keeps what was learned;
     history = trainer.run()                # running again resumes where it stopped
 
-Attention snapshots live in `attention.snapshots`, checkpoints in `attention.checkpoints`.
+Attention snapshots live in `snapshots.py` beside this module, checkpoints in `checkpoints.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from torch import Tensor
 
 from .decoding import exact_match, greedy_decode, pad_to
 from .snapshots import AttentionSnapshot, snapshot_attention
-from .toydata import (
+from .data import (
     PAD,
     ToyTask,
     batches,
@@ -31,7 +31,7 @@ from .toydata import (
     make_batch,
     probe_text,
 )
-from .transformer import Transformer, TransformerConfig
+from ...transformer import Transformer, TransformerConfig
 
 
 def make_model(task: ToyTask, *, seed: int = 0, **sizes) -> Transformer:

@@ -14,11 +14,11 @@ import torch
 from torch import Tensor
 
 from .snapshots import AttentionSnapshot
-from .toydata import ToyTask
+from .data import ToyTask
 from .training import TrainHistory
-from .transformer import Transformer, TransformerConfig
+from ...transformer import Transformer, TransformerConfig
 
-SHIPPED_REVERSE = Path(__file__).parent / "data" / "reverse.pt"
+SHIPPED_REVERSE = Path(__file__).parent / "reverse.pt"
 CHECKPOINT_FORMAT = "attention-course/transformer-checkpoint"
 CHECKPOINT_VERSION = 1
 
