@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attention import divisors
 from attention.explore import (
     MAX_LEN,
     MAX_WIDTH,
@@ -19,16 +20,18 @@ from attention.explore import (
     AttentionParams,
     explore_attention,
     mask_to_tuple,
+    one_thread,
 )
-from widgets._common import css, divisors, one_thread, set_options
-from widgets.attention_explorer import (
+from widgets.explorers.attention import (
     OUTPUT_CELL,
     OUTPUT_WIDTH_MAX,
     AttentionExplorer,
     head_window,
     output_cell_size,
 )
-from widgets.heatmap import CELL_MIN, auto_cell_size
+from widgets.explorers.controls import set_options
+from widgets.views.heatmap import auto_cell_size
+from widgets.views.style import CELL_MIN, css
 
 # --- the pure function ------------------------------------------------------------------------
 

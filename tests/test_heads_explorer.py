@@ -16,7 +16,7 @@ from attention.explore import (
     explore_heads,
     head_choices,
 )
-from widgets.heads_explorer import HeadsExplorer
+from widgets.explorers.heads import HeadsExplorer
 
 
 def _torch_mha_like(r):

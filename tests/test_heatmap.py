@@ -8,7 +8,6 @@ import math
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import matplotlib as mpl
 import matplotlib.image as mpimg
@@ -17,15 +16,10 @@ import pytest
 import torch
 from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
 
-from widgets._common import FULLY_MASKED_FACE, MASKED_HATCH, css
-from widgets.export import CSV_HEADER, export_heatmap, heatmap_figure, heatmap_rows
-from widgets.heatmap import (
-    LABELLED_CELL_MIN,
-    Heatmap,
-    TokenLines,
-    auto_cell_size,
-    color_limits,
-)
+from widgets.views.arrays import color_limits
+from widgets.views.heatmap import CSV_HEADER, Heatmap, auto_cell_size
+from widgets.views.style import FULLY_MASKED_FACE, LABELLED_CELL_MIN, MASKED_HATCH, css, esm
+from widgets.views.token_lines import TokenLines
 
 NEG_INF = float("-inf")
 
@@ -225,7 +219,7 @@ def masked_heatmap() -> Heatmap:
 
 
 def test_csv_holds_every_cell_exactly(masked_heatmap, tmp_path):
-    paths = export_heatmap(masked_heatmap, tmp_path, "w", formats=("csv",))
+    paths = masked_heatmap.export(tmp_path, "w", formats=("csv",))
     assert paths == [tmp_path / "w.csv"]
     with paths[0].open() as fh:
         rows = list(csv.reader(fh))
@@ -235,11 +229,11 @@ def test_csv_holds_every_cell_exactly(masked_heatmap, tmp_path):
     np.testing.assert_array_equal(got, masked_heatmap.matrix)
     assert rows[3][3:8] == ["q0", "2", "k2", "-inf", "1"]  # row 0, col 2: masked
     assert [r[8] for r in rows[1:]] == ["0"] * 6 + ["1"] * 3  # the last row attends to nothing
-    assert heatmap_rows(masked_heatmap)[1][6] == 1.0
+    assert masked_heatmap.csv_table()[1][1][6] == 1.0
 
 
 def test_figure_draws_the_same_numbers(masked_heatmap):
-    fig = heatmap_figure(masked_heatmap)
+    fig = masked_heatmap.figure()
     image = fig.axes[0].images[0]
     drawn = np.ma.filled(image.get_array(), np.nan)
     expected = np.where(np.isinf(masked_heatmap.matrix), np.nan, masked_heatmap.matrix)
@@ -253,7 +247,7 @@ def _has_colour(pixels: np.ndarray, rgb: tuple[float, float, float]) -> bool:
 
 
 def test_png_shows_colormap_hatching_and_grey_rows(masked_heatmap, tmp_path):
-    (png,) = export_heatmap(masked_heatmap, tmp_path, "w", formats=("png",))
+    (png,) = masked_heatmap.export(tmp_path, "w", formats=("png",))
     pixels = mpimg.imread(png)
     viridis = mpl.colormaps["viridis"]
     for value in (0.0, 1.0, 0.5):
@@ -263,7 +257,7 @@ def test_png_shows_colormap_hatching_and_grey_rows(masked_heatmap, tmp_path):
 
 
 def test_svg_has_hatch_pattern_and_title(masked_heatmap, tmp_path):
-    (svg,) = export_heatmap(masked_heatmap, tmp_path, "w", formats=("svg",))
+    (svg,) = masked_heatmap.export(tmp_path, "w", formats=("svg",))
     root = ET.parse(svg).getroot()
     tags = {el.tag.split("}")[-1] for el in root.iter()}
     assert {"image", "pattern"} <= tags
@@ -272,14 +266,13 @@ def test_svg_has_hatch_pattern_and_title(masked_heatmap, tmp_path):
 
 def test_export_errors(tmp_path):
     with pytest.raises(ValueError, match="formats: expected some of"):
-        export_heatmap(Heatmap(np.zeros((2, 2))), tmp_path, "x", formats=("jpg",))
+        Heatmap(np.zeros((2, 2))).export(tmp_path, "x", formats=("jpg",))
     with pytest.raises(ValueError, match="nothing to export"):
-        export_heatmap(Heatmap(), tmp_path, "x")
+        Heatmap().export(tmp_path, "x")
 
 
 # --- layout in the browser: static/heatmap.js -------------------------------------------------
 
-HEATMAP_JS = Path(__file__).resolve().parents[1] / "widgets" / "static" / "heatmap.js"
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="the JS layout tests need Node.js (node)")
 
@@ -287,7 +280,7 @@ needs_node = pytest.mark.skipif(NODE is None, reason="the JS layout tests need N
 # each spec; text is measured as 0.6 em per character, close to 11 px sans-serif.
 _LAYOUT_JS = """
 import fs from "node:fs";
-const src = fs.readFileSync(process.env.HEATMAP_JS, "utf8");
+const src = process.env.HEATMAP_ESM;
 const mod = await import("data:text/javascript;base64," + Buffer.from(src).toString("base64"));
 const measure = (font, text) => text.length * 0.6 * parseFloat(font.match(/([0-9.]+)px/)[1]);
 const specs = JSON.parse(fs.readFileSync(0, "utf8"));
@@ -312,7 +305,7 @@ def js_layouts(*specs: dict) -> list[dict]:
         capture_output=True,
         text=True,
         check=True,
-        env={"HEATMAP_JS": str(HEATMAP_JS)},
+        env={"HEATMAP_ESM": esm("heatmap")},
         timeout=60,
     )
     return json.loads(out.stdout)

@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from attention import from_additive_mask, from_key_padding_mask, valid_lens_to_mask
 from attention.explore import MaskParams, explore_mask, mask_to_tuple, preset_mask
-from widgets._common import css
-from widgets.mask_explorer import MAX_SIDE, MaskExplorer
+from widgets.explorers.mask import MAX_SIDE, MaskExplorer
+from widgets.views.style import css
 
 # --- the pure function ------------------------------------------------------------------------
 

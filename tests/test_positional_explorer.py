@@ -16,14 +16,14 @@ from attention.explore import (
     shuffle_permutation,
 )
 from tests.test_heatmap import heatmap_spec, js_layouts, needs_node
-from widgets.heatmap import LABELLED_CELL_MIN
-from widgets.positional_explorer import (
+from widgets.explorers.positional import (
     DIFF_VMAX_FLOOR,
     PositionalEncodingExplorer,
     default_dims,
     dim_name,
     parse_dims,
 )
+from widgets.views.style import LABELLED_CELL_MIN
 
 
 def _reference_pe(seq_len, d_model):

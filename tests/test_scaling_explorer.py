@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attention.explore import D_K_MAX, N_KEYS_MAX, ScalingParams, explore_scaling
-from widgets.scaling_explorer import ScalingExplorer
+from widgets.explorers.scaling import ScalingExplorer
 
 # --- the pure function ----------------------------------------------------------------------
 

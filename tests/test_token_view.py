@@ -17,8 +17,8 @@ from attention.explore import (
     token_view,
     tokenize,
 )
-from widgets._common import css
-from widgets.token_view import TokenAttentionView
+from widgets.explorers.tokens import TokenAttentionView
+from widgets.views.style import css
 
 
 def random_weights(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from attention.models.toy.checkpoints import load_reverse_model
-from attention.models.toy.decoding import exposure_bias
 from attention.models.toy.data import ToyTask, heldout_texts, make_batch
+from attention.models.toy.decoding import exposure_bias
 from attention.models.toy.training import TrainConfig, Trainer, TrainHistory, make_model
-from widgets.training_view import (
+from widgets.explorers.training import (
     HELDOUT_ACC,
     LOSS,
     TRAIN_ACC,

@@ -12,19 +12,26 @@ Each explorer is one line in a notebook and is itself a displayable widget:
     widgets.TrainingAttentionExplorer()   # a tiny Transformer's attention over training steps
 
 After moving a control, `explorer.result` holds the current computation. Live panels are drawn
-in the browser from the numbers (`Heatmap`, `TokenLines`); the Export button saves PNG, SVG and
-CSV rendered by matplotlib from the same numbers.
+in the browser from the numbers (`widgets.views`: Heatmap, TokenLines, SeriesChart); the Export
+button saves PNG, SVG and CSV rendered by matplotlib from the same numbers.
+
+Layout: `views/` draws (and never imports `explorers/`), `explorers/` wires controls to the
+pure functions of `attention.explore` and to the views; `classroom` and `setup_lab` set up
+Voilà and JupyterLab.
 """
 
-from .attention_explorer import AttentionExplorer
-from .export import export_heatmap
-from .heads_explorer import HeadsExplorer
-from .heatmap import Heatmap, TokenLines
-from .mask_explorer import MaskExplorer
-from .positional_explorer import PositionalEncodingExplorer
-from .scaling_explorer import ScalingExplorer
-from .token_view import TokenAttentionView
-from .training_view import TrainingAttentionExplorer, TrainingProgress
+from .explorers import (
+    AttentionExplorer,
+    HeadsExplorer,
+    MaskExplorer,
+    PositionalEncodingExplorer,
+    ScalingExplorer,
+    TokenAttentionView,
+    TrainingAttentionExplorer,
+    TrainingProgress,
+)
+from .views import Heatmap, SeriesChart, TokenLines
+from .views.export import export_heatmap
 
 __all__ = [
     "AttentionExplorer",
@@ -33,6 +40,7 @@ __all__ = [
     "MaskExplorer",
     "PositionalEncodingExplorer",
     "ScalingExplorer",
+    "SeriesChart",
     "TokenAttentionView",
     "TokenLines",
     "TrainingAttentionExplorer",

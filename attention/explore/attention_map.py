@@ -15,7 +15,7 @@ from torch import Tensor
 
 from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
-from ..multihead import divisors, merge_heads, split_heads
+from ..multihead import merge_heads, split_heads
 from ._util import MAX_LEN, MAX_WIDTH, check_int
 from .masks import MASK_KINDS, Mask, check_mask_tuple, preset_mask
 

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from .._checks import check_divisible
-from ..multihead import MultiHeadAttention, divisors
+from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
 from ._util import MAX_LEN, MAX_WIDTH, check_int
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from widgets.heatmap import Heatmap
+from widgets.views.heatmap import Heatmap
+from widgets.views.style import esm
 
 pytestmark = pytest.mark.browser
-
-HEATMAP_JS = Path(__file__).resolve().parents[2] / "widgets" / "static" / "heatmap.js"
 
 
 def _names(prefix: str, n: int) -> list[str]:
@@ -60,7 +57,7 @@ def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
                 grid: run(layout.gridLeft + 3, middle), bar: run(layout.barX + 6, middle),
               };
             }""",
-            [HEATMAP_JS.read_text(encoding="utf-8"), state, data],
+            [esm("heatmap"), state, data],
         )
     finally:
         context.close()

@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from .snapshots import AttentionSnapshot
-from .data import ToyTask
-from .training import TrainHistory
 from ...transformer import Transformer, TransformerConfig
+from .data import ToyTask
+from .snapshots import AttentionSnapshot
+from .training import TrainHistory
 
 SHIPPED_REVERSE = Path(__file__).parent / "reverse.pt"
 CHECKPOINT_FORMAT = "attention-course/transformer-checkpoint"

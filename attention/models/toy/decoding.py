@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .data import BOS, EOS, PAD, Batch
 from ...transformer import Transformer
+from .data import BOS, EOS, PAD, Batch
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .data import EOS, Batch, Tokenizer
 from ...transformer import Transformer
+from .data import EOS, Batch, Tokenizer
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from .decoding import exact_match, greedy_decode, pad_to
-from .snapshots import AttentionSnapshot, snapshot_attention
+from ...transformer import Transformer, TransformerConfig
 from .data import (
     PAD,
     ToyTask,
@@ -31,7 +30,8 @@ from .data import (
     make_batch,
     probe_text,
 )
-from ...transformer import Transformer, TransformerConfig
+from .decoding import exact_match, greedy_decode, pad_to
+from .snapshots import AttentionSnapshot, snapshot_attention
 
 
 def make_model(task: ToyTask, *, seed: int = 0, **sizes) -> Transformer:

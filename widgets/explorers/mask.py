@@ -1,6 +1,6 @@
 """MaskExplorer: click cells to block query-key pairs; see the mask in every convention.
 
-    from widgets.mask_explorer import MaskExplorer
+    from widgets.explorers.mask import MaskExplorer
     MaskExplorer(n_queries=5, n_keys=6, preset="causal")   # then click cells
     explorer.result.valid_lens                              # None when rows are not prefixes
 
@@ -28,8 +28,10 @@ from attention.explore import (
     preset_mask,
 )
 
-from ._common import Explorer, buttons, clamp_slider, css, int_slider
-from .heatmap import Heatmap
+from ..views import Heatmap
+from ..views.style import css
+from .base import Explorer
+from .controls import buttons, clamp_slider, int_slider
 
 PRESETS = ("none", "causal", "padding", "left pad + causal", "custom")
 MAX_SIDE = 16  # clicking cells is only practical on small grids

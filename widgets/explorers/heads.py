@@ -7,7 +7,7 @@ holds consecutive D-chunks of the flat buffer: whole rows of one token, several 
 The toggle shows the wrong path beside the right one, with the rows labelled by where their
 numbers really came from.
 
-    from widgets.heads_explorer import HeadsExplorer
+    from widgets.explorers.heads import HeadsExplorer
     HeadsExplorer(d_model=16, n_heads=4, forget_transpose=True)
 """
 
@@ -29,10 +29,10 @@ from attention.explore import (
     head_choices,
 )
 
-from ._common import (
-    DIVERGING_CMAP,
-    Explorer,
-    css,
+from ..views import Heatmap
+from ..views.style import DIVERGING_CMAP, css
+from .base import Explorer
+from .controls import (
     dropdown,
     int_slider,
     panel_row,
@@ -41,7 +41,6 @@ from ._common import (
     table_html,
     toggle,
 )
-from .heatmap import Heatmap
 
 SMALL = 150  # px per small-multiple panel
 

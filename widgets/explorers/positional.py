@@ -5,7 +5,7 @@ the same way, nothing else changes. Add positional encodings (which stay with th
 the tokens move) and the output changes for real. The "shuffle tokens" button draws a new
 order; the readout prints max |attention(shuffled) - shuffled attention(original)| both ways.
 
-    from widgets.positional_explorer import PositionalEncodingExplorer
+    from widgets.explorers.positional import PositionalEncodingExplorer
     PositionalEncodingExplorer(seq_len=16, d_model=32)
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import math
-from pathlib import Path
 
 import ipywidgets as widgets
 import torch
@@ -28,9 +27,11 @@ from attention.explore import (
     explore_positional,
 )
 
-from ._common import DIVERGING_CMAP, Explorer, css, int_slider, panel_row, refuse_clamped, toggle
-from .chart import PALETTE, SeriesChart, export_chart
-from .heatmap import LABELLED_CELL_MIN, Heatmap, auto_cell_size
+from ..views import Heatmap, SeriesChart, auto_cell_size
+from ..views.export import Exportable
+from ..views.style import DIVERGING_CMAP, LABELLED_CELL_MIN, PALETTE, css
+from .base import Explorer
+from .controls import int_slider, panel_row, refuse_clamped, toggle
 
 SHUFFLE_MAX = 9999
 OUTPUTS_PANEL = 320  # px, panel_size of the outputs and the difference
@@ -272,14 +273,13 @@ class PositionalEncodingExplorer(Explorer):
         )
         self.readout.value = _readout_html(r, self.add_positions.value)
 
-    def export(self, folder: str | Path | None = None) -> list[Path]:
-        """Save the heatmaps and the curves as PNG, SVG and CSV into `folder`; return the paths."""
-        paths = super().export(folder)
-        folder = Path(folder) if folder is not None else self.export_dir
-        return paths + export_chart(self.curves, folder, "positional-explorer_curves")
-
-    def _views(self) -> dict[str, Heatmap]:
-        return {"encoding": self.encoding, "outputs": self.outputs, "difference": self.difference}
+    def _views(self) -> dict[str, Exportable]:
+        return {
+            "encoding": self.encoding,
+            "outputs": self.outputs,
+            "difference": self.difference,
+            "curves": self.curves,
+        }
 
 
 def _readout_html(r: PositionalResult, add_positions: bool) -> str:

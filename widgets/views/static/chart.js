@@ -1,6 +1,7 @@
-// SeriesChart (widgets/chart.py): bars and lines over one shared x on a <canvas>, with axes,
-// nice ticks, optional log scales, markers, a legend and a hover tooltip. Non-finite values
-// arrive as null and are drawn as gaps. Every synced trait change redraws.
+// SeriesChart (widgets/views/chart.py): bars and lines over one shared x on a <canvas>, with
+// axes, nice ticks, optional log scales, markers, a legend and a hover tooltip. Non-finite
+// values arrive as null and are drawn as gaps. The trait changes of one message are coalesced
+// into one redraw (common.js: wire), and render() returns the clean-up, like heatmap.js.
 function niceTicks(lo, hi, n) {
   const span = hi - lo;
   if (!(span > 0)) return [lo];
@@ -18,6 +19,11 @@ function fmt(v) {
   if (a >= 1e4 || a < 1e-3) return v.toExponential(1);
   return +v.toPrecision(3) + "";
 }
+const CHART_KEYS = [
+  "x", "series", "title", "x_range", "y_range", "x_log", "y_log", "x_ticks", "x_tick_labels",
+  "y_ticks", "markers", "x_label", "y_label", "width", "height", "bar_mode", "legend",
+];
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "ac-chart-root";
@@ -36,18 +42,15 @@ function render({ model, el }) {
   el.appendChild(root);
   const pad = { l: 48, r: 10, t: 6, b: 32 };
   const legendWidth = (ctx, series) => {
-    ctx.font = "11px sans-serif";
+    ctx.font = FONT;
     return Math.max(0, ...series.map(s => ctx.measureText(s.name).width)) + 24;
   };
   let geom = null;
+  let redraws = 0; // data-redraws counts the draws, for browser tests
 
   function draw() {
-    const W = model.get("width"), H = model.get("height"), dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
-    canvas.style.width = W + "px"; canvas.style.height = H + "px";
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, W, H);
+    const W = model.get("width"), H = model.get("height");
+    const { ctx } = setupCanvas(canvas, W, H);
     title.textContent = model.get("title");
     const xs = model.get("x"), series = model.get("series");
     const xlog = model.get("x_log"), ylog = model.get("y_log");
@@ -76,8 +79,8 @@ function render({ model, el }) {
     const py = v => pad.t + ph - ((ty(clampY(v)) - Y0) / (Y1 - Y0)) * ph;
     geom = { px, xs, pad, pw, ph };
     // axes and ticks
-    ctx.strokeStyle = "#444"; ctx.fillStyle = "#222"; ctx.lineWidth = 1;
-    ctx.font = "11px sans-serif";
+    ctx.strokeStyle = "#444"; ctx.fillStyle = TEXT; ctx.lineWidth = 1;
+    ctx.font = FONT;
     ctx.beginPath(); ctx.moveTo(pad.l, pad.t); ctx.lineTo(pad.l, pad.t + ph);
     ctx.lineTo(pad.l + pw, pad.t + ph); ctx.stroke();
     const xt = model.get("x_ticks").length ? model.get("x_ticks")
@@ -161,11 +164,13 @@ function render({ model, el }) {
     series.forEach((s, i) => {
       const y = by + 9 + i * 14;
       ctx.fillStyle = s.color; ctx.fillRect(bx + 4, y - 4, 10, 8);
-      ctx.fillStyle = "#222"; ctx.fillText(s.name, bx + 18, y);
+      ctx.fillStyle = TEXT; ctx.fillText(s.name, bx + 18, y);
     });
+    redraws += 1;
+    el.dataset.redraws = String(redraws);
   }
 
-  canvas.addEventListener("mousemove", ev => {
+  const onMove = ev => {
     if (!geom || !geom.xs.length) return;
     const r = canvas.getBoundingClientRect(), mx = ev.clientX - r.left;
     let best = 0;
@@ -177,13 +182,8 @@ function render({ model, el }) {
     tip.style.display = "block";
     tip.style.left = Math.min(mx + 12, geom.pad.l + geom.pw - 90) + "px";
     tip.style.top = (ev.clientY - r.top + 18) + "px";
-  });
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  for (const name of ["x", "series", "title", "x_range", "y_range", "x_log", "y_log", "x_ticks",
-    "x_tick_labels", "y_ticks", "markers", "x_label", "y_label", "width", "height", "bar_mode",
-    "legend"]) {
-    model.on("change:" + name, draw);
-  }
-  draw();
+  };
+  const onLeave = () => { tip.style.display = "none"; };
+  return wire(canvas, { mousemove: onMove, mouseleave: onLeave }, model, CHART_KEYS, draw);
 }
 export default { render };

@@ -9,30 +9,23 @@ size of the gradient that reaches the scores through the softmax.
 Histograms and curves are drawn by `SeriesChart` (widgets/chart.py): a histogram is a set of
 heights, which a 1-row heatmap strip would show as colours only.
 
-    from widgets.scaling_explorer import ScalingExplorer
+    from widgets.explorers.scaling import ScalingExplorer
     ScalingExplorer(d_k=256)   # then move d_k; `explorer.result` holds the numbers
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import ipywidgets as widgets
 
 from attention.explore import D_K_MAX, N_KEYS_MAX, ScalingParams, ScalingResult, explore_scaling
 
-from ._common import (
-    Explorer,
-    css,
-    float_slider,
-    int_slider,
-    panel_row,
-    refuse_clamped,
-    table_html,
-    toggle,
-)
-from .chart import SeriesChart, export_chart
+from ..views import SeriesChart
+from ..views.export import Exportable
+from ..views.style import css
+from .base import Explorer
+from .controls import float_slider, int_slider, panel_row, refuse_clamped, table_html, toggle
 
 # Okabe-Ito colours: distinguishable with every common form of colour blindness.
 UNSCALED_COLOR = "#D55E00"  # vermillion
@@ -82,18 +75,12 @@ class ScalingExplorer(Explorer):
         )
         self.refresh()
 
-    def export(self, folder: str | Path | None = None) -> list[Path]:
-        """Save the three charts as PNG, SVG and CSV into `folder`; return the paths."""
-        folder = Path(folder) if folder is not None else self.export_dir
-        charts = {
+    def _views(self) -> dict[str, Exportable]:
+        return {
             "histogram": self.histogram,
             "row_weights": self.row_chart,
             "variance": self.variance_chart,
         }
-        paths: list[Path] = []
-        for name, chart in charts.items():
-            paths += export_chart(chart, folder, f"scaling-explorer_{name}")
-        return paths
 
     def _read_params(self) -> ScalingParams:
         return ScalingParams(

@@ -18,7 +18,7 @@ drawing them in the browser keeps a slider move at the round-trip floor (~30 ms 
 
 Traits (set several at once with `set_data(..., **traits)` or `with hm.hold_sync():` so a
 change is one message): values, masked, fully_masked, row_labels, col_labels, panel_titles,
-title, colormap (one of widgets._common.COLORMAPS), vmin / vmax (None = automatic from the
+title, colormap (one of widgets.views.style.COLORMAPS), vmin / vmax (None = automatic from the
 finite unmasked values) and symmetric (automatic limits centred on 0, for diverging maps),
 which stay in the kernel and set the synced `limits`,
 show_numbers (values printed in cells of >= 16 px), show_colorbar, colorbar_label, columns
@@ -44,84 +44,29 @@ barH, width, height (px). `heatmapLayout` in static/heatmap.js computes it witho
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import anywidget
 import numpy as np
 import traitlets as t
 
-from ._common import COLORMAPS, DEFAULT_CMAP, css
+from .arrays import ARRAY, check_labels, color_limits, to_numpy
+from .export import Exportable
+from .style import CELL_MAX, CELL_MIN, COLORMAPS, DEFAULT_CMAP, STATIC, css, esm
 
-_STATIC = Path(__file__).parent / "static"
+CSV_HEADER = (
+    "panel",
+    "panel_title",
+    "row",
+    "row_label",
+    "col",
+    "col_label",
+    "value",
+    "masked",
+    "row_fully_masked",
+)
 
 ClickHandler = Callable[[int, int, int], None]
-
-
-def to_numpy(x: Any, dtype: type | np.dtype = np.float32) -> np.ndarray:
-    """A torch tensor, numpy array or nested list -> a C-contiguous numpy array of `dtype`."""
-    if hasattr(x, "detach"):  # torch.Tensor, without importing torch here
-        x = x.detach().cpu().numpy()
-    return np.ascontiguousarray(np.asarray(x, dtype=dtype))
-
-
-def _array_to_json(value: np.ndarray | None, _widget: Any) -> dict | None:
-    # The buffer travels as a binary frame beside the JSON (ipywidgets extracts memoryviews).
-    if value is None:
-        return None
-    dtype = "float32" if value.dtype == np.float32 else "uint8"
-    wire = value if dtype == "float32" else value.astype(np.uint8, copy=False)
-    return {"shape": list(value.shape), "dtype": dtype, "buffer": memoryview(wire.reshape(-1))}
-
-
-def _array_from_json(value: dict | None, _widget: Any) -> np.ndarray | None:
-    if value is None:
-        return None
-    dtype = np.float32 if value["dtype"] == "float32" else np.uint8
-    arr = np.frombuffer(bytes(value["buffer"]), dtype=dtype).reshape(value["shape"])
-    return arr if dtype == np.float32 else arr.astype(bool)
-
-
-_ARRAY = {"sync": True, "to_json": _array_to_json, "from_json": _array_from_json}
-
-
-def color_limits(
-    values: np.ndarray,
-    masked: np.ndarray | None = None,
-    vmin: float | None = None,
-    vmax: float | None = None,
-    symmetric: bool = False,
-) -> tuple[float, float]:
-    """The colour scale [lo, hi]: given limits, else the range of finite unmasked values.
-
-    `symmetric` centres automatic limits on 0 (for diverging colormaps). A constant matrix gets
-    a range of width 1 around its value so it still maps to a colour.
-    """
-    keep = np.isfinite(values)
-    if masked is not None:
-        keep &= ~masked
-    finite = values[keep]
-    if finite.size:
-        lo, hi = float(finite.min()), float(finite.max())
-    else:
-        lo, hi = 0.0, 1.0
-    if symmetric:
-        m = max(abs(lo), abs(hi))
-        lo, hi = -m, m
-    lo = float(vmin) if vmin is not None else lo
-    hi = float(vmax) if vmax is not None else hi
-    if hi <= lo:  # constant data, or one given limit beyond all the data
-        if vmin is None and vmax is None:
-            lo, hi = lo - 0.5, lo + 0.5
-        elif vmax is None:
-            hi = lo + 1.0
-        else:
-            lo = hi - 1.0
-    return lo, hi
-
-
-CELL_MIN, CELL_MAX = 2, 40  # px; the browser clamps every cell size to this range
-LABELLED_CELL_MIN = 7  # px; from here up every row and column gets a label (7-11 px font)
 
 
 def auto_cell_size(panel_size: int, rows: int, cols: int) -> int:
@@ -129,16 +74,7 @@ def auto_cell_size(panel_size: int, rows: int, cols: int) -> int:
     return max(CELL_MIN, min(panel_size // max(rows, cols, 1), CELL_MAX))
 
 
-def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:
-    if labels is None:
-        return []
-    labels = [str(s) for s in labels]
-    if len(labels) != n:
-        raise ValueError(f"{name}: expected {n} labels, got {len(labels)}")
-    return labels
-
-
-class Heatmap(anywidget.AnyWidget):
+class Heatmap(Exportable, anywidget.AnyWidget):
     """A heatmap (or a grid of them) drawn on a canvas in the browser; see the module docstring.
 
     Args:
@@ -146,13 +82,13 @@ class Heatmap(anywidget.AnyWidget):
         **traits: any trait (title, colormap, vmin, vmax, show_numbers, ...).
     """
 
-    _esm = _STATIC / "heatmap.js"
-    _css = _STATIC / "heatmap.css"
+    _esm = esm("heatmap")
+    _css = STATIC / "heatmap.css"
     _kind = t.Unicode("heatmap").tag(sync=True)
 
-    values = t.Any(None, allow_none=True).tag(**_ARRAY)  # float32 (P, R, C)
-    masked = t.Any(None, allow_none=True).tag(**_ARRAY)  # bool (P, R, C), True = masked
-    fully_masked = t.Any(None, allow_none=True).tag(**_ARRAY)  # bool (P, R)
+    values = t.Any(None, allow_none=True).tag(**ARRAY)  # float32 (P, R, C)
+    masked = t.Any(None, allow_none=True).tag(**ARRAY)  # bool (P, R, C), True = masked
+    fully_masked = t.Any(None, allow_none=True).tag(**ARRAY)  # bool (P, R)
     row_labels = t.List(t.Unicode()).tag(sync=True)
     col_labels = t.List(t.Unicode()).tag(sync=True)
     panel_titles = t.List(t.Unicode()).tag(sync=True)
@@ -241,9 +177,9 @@ class Heatmap(anywidget.AnyWidget):
             f = m.all(axis=-1)  # (P, R)
         else:
             f = None
-        rows = _labels(row_labels, r, "row_labels")
-        cols = _labels(col_labels, c, "col_labels")
-        titles = _labels(panel_titles, p, "panel_titles")
+        rows = check_labels(row_labels, r, "row_labels")
+        cols = check_labels(col_labels, c, "col_labels")
+        titles = check_labels(panel_titles, p, "panel_titles")
         with self.hold_sync():
             for name, value in traits.items():
                 if not self.has_trait(name):
@@ -309,6 +245,59 @@ class Heatmap(anywidget.AnyWidget):
         lo, hi = color_limits(self.values, m, self.vmin, self.vmax, self.symmetric)
         self.limits = [lo, hi]
 
+    # Export (the protocol of views/export.py) ---------------------------------------------
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.values is None:
+            raise ValueError("heatmap: nothing to export; call set_data(values) first")
+        v = self.values  # (P, R, C)
+        m = self.masked if self.masked is not None else np.zeros(v.shape, bool)
+        f = self.fully_masked if self.fully_masked is not None else np.zeros(v.shape[:2], bool)
+        return v, m, f
+
+    def figure(self) -> Any:
+        """A matplotlib Figure of what the browser shows: same colours, hatching and labels."""
+        from .figures import heatmap_figure  # matplotlib only when a figure is asked for
+
+        v, m, f = self._arrays()
+        return heatmap_figure(
+            v,
+            m,
+            f,
+            row_labels=self.row_labels,
+            col_labels=self.col_labels,
+            panel_titles=self.panel_titles,
+            title=self.title,
+            colormap=self.colormap,
+            limits=tuple(self.limits),
+            show_numbers=self.show_numbers,
+            digits=self.digits,
+            colorbar_label=self.colorbar_label,
+            columns=self.columns,
+        )
+
+    def csv_table(self) -> tuple[tuple[str, ...], list[tuple]]:
+        """One row per cell in CSV_HEADER order; -inf is kept (written as "-inf")."""
+        v, m, f = self._arrays()
+        p, r, c = v.shape
+        titles, rl, cl = self.panel_titles, self.row_labels, self.col_labels
+        rows = [
+            (
+                k,
+                titles[k] if len(titles) == p else "",
+                i,
+                rl[i] if len(rl) == r else "",
+                j,
+                cl[j] if len(cl) == c else "",
+                float(v[k, i, j]),
+                int(m[k, i, j]),
+                int(f[k, i]),
+            )
+            for k in range(p)
+            for i in range(r)
+            for j in range(c)
+        ]
+        return CSV_HEADER, rows
+
     # Clicks --------------------------------------------------------------------------------
     def on_click(self, handler: ClickHandler, remove: bool = False) -> None:
         """Call handler(row, col, panel) when a cell is clicked (makes the heatmap clickable)."""
@@ -350,73 +339,3 @@ def _copy(value: np.ndarray | None) -> np.ndarray | None:
 
 def _keep(labels: list[str], n: int) -> list[str]:
     return labels if len(labels) == n else []
-
-
-class TokenLines(anywidget.AnyWidget):
-    """Lines from each query token to each key token, opacity and width = attention weight.
-
-    Args:
-        weights: optional initial (Tq, Tk) weights.
-        query_tokens: Tq strings; key_tokens: Tk strings (default: the query tokens).
-        **traits: title, color (a CSS colour), selected (query index, -1 = all).
-    """
-
-    _esm = _STATIC / "heatmap.js"
-    _css = _STATIC / "heatmap.css"
-    _kind = t.Unicode("lines").tag(sync=True)
-
-    weights = t.Any(None, allow_none=True).tag(**_ARRAY)  # float32 (Tq, Tk)
-    masked = t.Any(None, allow_none=True).tag(**_ARRAY)  # bool (Tq, Tk)
-    query_tokens = t.List(t.Unicode()).tag(sync=True)
-    key_tokens = t.List(t.Unicode()).tag(sync=True)
-    selected = t.Int(-1).tag(sync=True)
-    title = t.Unicode("").tag(sync=True)
-    color = t.Unicode("#1f77b4").tag(sync=True)
-
-    def __init__(
-        self,
-        weights: Any = None,
-        query_tokens: Sequence[str] | None = None,
-        key_tokens: Sequence[str] | None = None,
-        **traits: Any,
-    ) -> None:
-        super().__init__(**traits)
-        self.add_class(css("token-lines"))
-        if weights is not None:
-            self.set_data(weights, query_tokens, key_tokens)
-
-    def set_data(
-        self,
-        weights: Any,
-        query_tokens: Sequence[Any] | None = None,
-        key_tokens: Sequence[Any] | None = None,
-        masked: Any = None,
-        **traits: Any,
-    ) -> None:
-        """Replace weights (Tq, Tk) and tokens in one message; `selected` is kept if in range.
-
-        Raises:
-            ValueError: weights not 2-D, or token lists whose lengths differ from Tq / Tk.
-        """
-        w = to_numpy(weights)
-        if w.ndim != 2 or w.size == 0:
-            raise ValueError(f"weights: expected a non-empty (Tq, Tk) array, got shape {w.shape}")
-        tq, tk = w.shape
-        if query_tokens is None:
-            query_tokens = [str(i) for i in range(tq)]
-        if key_tokens is None:
-            key_tokens = query_tokens if tk == tq else [str(j) for j in range(tk)]
-        qt = _labels(query_tokens, tq, "query_tokens")
-        kt = _labels(key_tokens, tk, "key_tokens")
-        m = None
-        if masked is not None:
-            m = np.ascontiguousarray(np.broadcast_to(to_numpy(masked, bool), w.shape))
-        with self.hold_sync():
-            for name, value in traits.items():
-                setattr(self, name, value)
-            self.set_trait("weights", w)
-            self.set_trait("masked", m)
-            self.query_tokens = qt
-            self.key_tokens = kt
-            if self.selected >= tq:
-                self.selected = -1

@@ -1,6 +1,6 @@
 """TokenAttentionView: which tokens does each token attend to? Lines plus a heatmap, per head.
 
-    from widgets.token_view import TokenAttentionView
+    from widgets.explorers.tokens import TokenAttentionView
     TokenAttentionView()                                   # type a sentence; untrained model
     TokenAttentionView(weights=w, tokens=toks)             # any (H, Tq, Tk) or (Tq, Tk) weights
     TokenAttentionView(weights=w, tokens=dec, key_tokens=enc)   # cross-attention
@@ -27,8 +27,10 @@ from attention.explore import (
     token_view,
 )
 
-from ._common import Explorer, clamp_slider, css, int_slider, toggle
-from .heatmap import Heatmap, TokenLines
+from ..views import Heatmap, TokenLines
+from ..views.style import css
+from .base import Explorer
+from .controls import clamp_slider, int_slider, toggle
 
 
 @dataclass(frozen=True)

@@ -1,83 +1,33 @@
-"""Export what a Heatmap shows: PNG and SVG rendered by matplotlib from the same numbers, CSV data.
+"""matplotlib renderings of what the canvas views draw, for export and static pictures.
 
-    from widgets.export import export_heatmap
-    export_heatmap(explorer.panels["weights"], "exports", "weights")
-    # -> [exports/weights.png, exports/weights.svg, exports/weights.csv]
-
-The figure uses the heatmap's colormap and colour limits; masked cells are hatched and rows that
-may attend to nothing are grey, as in the browser. matplotlib is used without pyplot (no global
-figure state), with the Agg renderer, so exporting works in any kernel and in tests.
-The CSV is tidy: one line per cell with its panel, row, column, labels, value and mask flags;
--inf is written as "-inf" and every value reads back exactly as float32.
+Imported only when a figure is asked for (`view.figure()`, `view.export(...)`), so displaying
+a view never loads matplotlib. The functions take plain numbers, not widgets: the views pass
+their synced traits in. matplotlib is used without pyplot (no global figure state), with the
+Agg renderer, so it works in any kernel and in tests. Colours come from `style`.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ._common import DEFAULT_CMAP, FULLY_MASKED_FACE, MASKED_FACE, MASKED_HATCH
-from .heatmap import Heatmap, color_limits, to_numpy
-
-FORMATS = ("png", "svg", "csv")
-CSV_HEADER = (
-    "panel",
-    "panel_title",
-    "row",
-    "row_label",
-    "col",
-    "col_label",
-    "value",
-    "masked",
-    "row_fully_masked",
-)
+from .arrays import color_limits, to_numpy
+from .style import DEFAULT_CMAP, FULLY_MASKED_FACE, MASKED_FACE, MASKED_HATCH
 
 
 def _cmap(name: str) -> Colormap:
-    import matplotlib as mpl
-
     # non-finite cells get the masked face, then the hatching covers them
     return mpl.colormaps[name].with_extremes(bad=MASKED_FACE)
 
 
-def _arrays(hm: Heatmap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if hm.values is None:
-        raise ValueError("heatmap: nothing to export; call set_data(values) first")
-    v = hm.values  # (P, R, C)
-    m = hm.masked if hm.masked is not None else np.zeros(v.shape, bool)
-    f = hm.fully_masked if hm.fully_masked is not None else np.zeros(v.shape[:2], bool)
-    return v, m, f
-
-
-def heatmap_figure(hm: Heatmap) -> Figure:
-    """A matplotlib Figure of what the Heatmap widget shows."""
-    v, m, f = _arrays(hm)
-    return render_figure(
-        v,
-        m,
-        f,
-        row_labels=hm.row_labels,
-        col_labels=hm.col_labels,
-        panel_titles=hm.panel_titles,
-        title=hm.title,
-        colormap=hm.colormap,
-        limits=tuple(hm.limits),
-        show_numbers=hm.show_numbers,
-        digits=hm.digits,
-        colorbar_label=hm.colorbar_label,
-        columns=hm.columns,
-    )
-
-
-def render_figure(
+def heatmap_figure(
     values: Any,
     masked: Any = None,
     fully_masked: Any = None,
@@ -199,66 +149,96 @@ def _set_y(ax: Any, ticks: list[int], labels: list[str]) -> None:
     ax.set_yticks(ticks, labels, fontsize=8)
 
 
-def heatmap_rows(hm: Heatmap) -> list[tuple]:
-    """One tuple per cell in CSV_HEADER order (values as Python floats, -inf kept)."""
-    v, m, f = _arrays(hm)
-    p, r, c = v.shape
-    titles, rl, cl = hm.panel_titles, hm.row_labels, hm.col_labels
-    rows = []
-    for k in range(p):
-        for i in range(r):
-            for j in range(c):
-                rows.append(
-                    (
-                        k,
-                        titles[k] if len(titles) == p else "",
-                        i,
-                        rl[i] if len(rl) == r else "",
-                        j,
-                        cl[j] if len(cl) == c else "",
-                        float(v[k, i, j]),
-                        int(m[k, i, j]),
-                        int(f[k, i]),
-                    )
-                )
-    return rows
-
-
-def save_csv(hm: Heatmap, path: str | Path) -> Path:
-    """Write the heatmap's numbers as tidy CSV (see CSV_HEADER)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(CSV_HEADER)
-        writer.writerows(heatmap_rows(hm))
-    return path
-
-
-def save_figure(hm: Heatmap, path: str | Path) -> Path:
-    """Render the heatmap with matplotlib to PNG or SVG (chosen by the file's suffix)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    heatmap_figure(hm).savefig(path, dpi=120)
-    return path
-
-
-def export_heatmap(
-    hm: Heatmap, folder: str | Path, stem: str, formats: Sequence[str] = FORMATS
-) -> list[Path]:
-    """Save the heatmap as folder/stem.png, .svg and .csv (or the given formats)."""
-    unknown = set(formats) - set(FORMATS)
-    if unknown:
-        raise ValueError(f"formats: expected some of {FORMATS}, got {sorted(unknown)}")
-    folder = Path(folder)
-    fig = heatmap_figure(hm) if {"png", "svg"} & set(formats) else None
-    paths = []
-    for fmt in formats:
-        path = folder / f"{stem}.{fmt}"
-        if fmt == "csv":
-            save_csv(hm, path)
+def chart_figure(
+    x: Sequence[float],
+    series: Sequence[dict],
+    *,
+    title: str = "",
+    x_label: str = "",
+    y_label: str = "",
+    x_range: Sequence[float] = (),
+    y_range: Sequence[float] = (),
+    x_log: bool = False,
+    y_log: bool = False,
+    x_ticks: Sequence[float] = (),
+    x_tick_labels: Sequence[str] = (),
+    y_ticks: Sequence[float] = (),
+    markers: Sequence[dict] = (),
+    bar_mode: str = "overlay",
+    legend: str = "top-right",
+    width: int = 380,
+    height: int = 220,
+) -> Figure:
+    """Bars and lines over one shared x, as SeriesChart draws them (None values are gaps)."""
+    fig = Figure(figsize=(width / 80, height / 80), layout="constrained")
+    ax = fig.add_subplot()
+    xs = np.asarray(x, dtype=float)
+    bars = [s for s in series if s["kind"] == "bar"]
+    step = float(np.min(np.diff(xs))) if xs.size > 1 else 1.0
+    group = bar_mode == "group" and len(bars) > 1
+    for s in series:
+        y = np.array([np.nan if v is None else v for v in s["values"]], dtype=float)
+        if s["kind"] == "bar":
+            k, w = bars.index(s), 0.9 * step / (len(bars) if group else 1)
+            left = xs - 0.45 * step + (k * w if group else 0.0)
+            ax.bar(left, y, width=w, align="edge", color=s["color"], alpha=0.9 if group else 0.55)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=120)
-        paths.append(path)
-    return paths
+            ax.plot(xs, y, "--" if s.get("dash") else "-", color=s["color"], lw=1.5)
+        ax.plot([], [], color=s["color"], lw=6, label=s["name"])  # a legend swatch per series
+    for m in markers:
+        ax.axvline(m["x"], color="black", ls=":", lw=1)
+        ax.annotate(m["label"], (m["x"], 0.02), xycoords=("data", "axes fraction"), fontsize=8)
+    ax.set_xscale("log" if x_log else "linear")
+    ax.set_yscale("log" if y_log else "linear")
+    if x_range:
+        ax.set_xlim(*x_range)
+    if y_range:
+        ax.set_ylim(*y_range)
+    if x_ticks:
+        ax.set_xticks(list(x_ticks), list(x_tick_labels) or [f"{t:g}" for t in x_ticks])
+    if y_ticks:
+        ax.set_yticks(list(y_ticks), [f"{t:g}" for t in y_ticks])
+    ax.set(title=title, xlabel=x_label, ylabel=y_label)
+    if series:
+        ax.legend(fontsize=8, loc="upper left" if legend == "top-left" else "best")
+    return fig
+
+
+def token_lines_figure(
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    *,
+    masked: Any = None,
+    selected: int = -1,
+    title: str = "",
+    color: str = "#1f77b4",
+) -> Figure:
+    """Query tokens on the left, key tokens on the right, a line per weight (alpha = weight)."""
+    w = to_numpy(weights)  # (Tq, Tk)
+    tq, tk = w.shape
+    m = np.broadcast_to(to_numpy(masked, bool), w.shape) if masked is not None else None
+    fig = Figure(figsize=(3.6, 0.3 * max(tq, tk) + 0.8), layout="constrained")
+    ax = fig.add_subplot()
+    ys_q = np.linspace(1, 0, tq) if tq > 1 else np.array([0.5])
+    ys_k = np.linspace(1, 0, tk) if tk > 1 else np.array([0.5])
+    top = float(np.nanmax(np.where(np.isfinite(w), w, np.nan))) if np.isfinite(w).any() else 1.0
+    for i in range(tq):
+        if selected >= 0 and i != selected:
+            continue
+        for j in range(tk):
+            x = float(w[i, j])
+            if not np.isfinite(x) or x <= 0 or (m is not None and m[i, j]):
+                continue
+            a = min(1.0, x / top) if top > 0 else 0.0
+            ax.plot([0, 1], [ys_q[i], ys_k[j]], color=color, alpha=a, lw=0.5 + 3 * a)
+    for y, s in zip(ys_q, query_tokens, strict=True):
+        ax.text(-0.02, y, s, ha="right", va="center", fontsize=9)
+    for y, s in zip(ys_k, key_tokens, strict=True):
+        ax.text(1.02, y, s, ha="left", va="center", fontsize=9)
+    ax.set_xlim(-0.6, 1.6)
+    ax.set_ylim(-0.08, 1.08)
+    ax.axis("off")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig

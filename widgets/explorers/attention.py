@@ -1,6 +1,6 @@
 """AttentionExplorer: move a slider and watch q, k, scores, weights and outputs change.
 
-    from widgets.attention_explorer import AttentionExplorer
+    from widgets.explorers.attention import AttentionExplorer
     AttentionExplorer(seq_len=8, mask="causal", n_heads=2)   # any AttentionParams field
     explorer.result.weights                                  # (H, Tq, Tk) after a slider move
 
@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as widgets
 import torch
 
+from attention import divisors
 from attention.explore import (
     MASK_KINDS,
     MAX_LEN,
@@ -28,13 +29,12 @@ from attention.explore import (
     mask_to_tuple,
 )
 
-from ._common import (
-    DIVERGING_CMAP,
-    Explorer,
+from ..views import Heatmap, auto_cell_size
+from ..views.style import CELL_MIN, DIVERGING_CMAP, css
+from .base import Explorer
+from .controls import (
     buttons,
     clamp_slider,
-    css,
-    divisors,
     dropdown,
     float_slider,
     int_slider,
@@ -43,7 +43,6 @@ from ._common import (
     table_html,
     toggle,
 )
-from .heatmap import CELL_MIN, Heatmap, auto_cell_size
 
 PANELS = ("Q and K", "raw scores", "scaled + masked", "weights", "output", "per head")
 WEIGHTS_PANEL = 240  # px, the weights panel's panel_size

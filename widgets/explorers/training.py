@@ -19,14 +19,15 @@ from typing import Any
 import ipywidgets as widgets
 
 from attention.models.toy.checkpoints import load_reverse_model
+from attention.models.toy.data import ToyTask
 from attention.models.toy.decoding import ExposureBiasResult
 from attention.models.toy.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
-from attention.models.toy.data import ToyTask
 from attention.models.toy.training import Progress, TrainHistory
 
-from ._common import Explorer, buttons, css, dropdown, set_options
-from .chart import PALETTE, SeriesChart
-from .heatmap import Heatmap
+from ..views import Heatmap, SeriesChart
+from ..views.style import PALETTE, css
+from .base import Explorer
+from .controls import buttons, dropdown, set_options
 
 LOSS, TRAIN_ACC, HELDOUT_ACC = "train loss", "train token acc.", "held-out exact acc."
 _COLORS = {LOSS: PALETTE[0], TRAIN_ACC: PALETTE[1], HELDOUT_ACC: PALETTE[2]}

@@ -1,0 +1,187 @@
+"""The Explorer base class: controls -> a params dataclass -> a pure function -> views.
+
+The shape of an explorer (the house style):
+
+    controls --(read)--> frozen params dataclass --(pure function in attention.explore)-->
+             result dataclass --(draw)--> views (Heatmap / TokenLines / SeriesChart)
+
+`Explorer` wires that loop once; a subclass provides `_read_params`, `_compute` and `_draw`:
+
+    class MyExplorer(Explorer):
+        def __init__(self):
+            self.n = int_slider("n", 1, 16, 4, name="n")
+            self.map = Heatmap(title="weights")
+            super().__init__(controls=[self.n], body=[self.map], name="my-explorer")
+            self.refresh()
+
+        def _read_params(self):  return MyParams(n=self.n.value)
+        def _compute(self, params):  return my_pure_function(params)
+        def _draw(self, result):  self.map.set_data(result.weights)
+        def _views(self):  return {"weights": self.map}   # what the Export button saves
+
+Any exception inside refresh() is shown in `explorer.error` (an HTML area), never as a
+traceback; `explorer.result` holds the last good result for code to read.
+`with explorer.hold_refresh(): ...` changes several controls with one refresh after.
+`_compute` runs under `one_thread()`: this is the one place it is applied (its docstring says
+why). The Export button asks each view of `_views()` to export itself (views/export.py) into
+exports/<name>_<view>.png/.svg/.csv.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
+from attention.explore import one_thread
+
+from ..views.export import Exportable
+from ..views.style import css
+
+DEFAULT_EXPORT_DIR = "exports"
+
+
+class ErrorArea(widgets.HTML):
+    """Shows the message of an exception in red instead of a traceback; hidden when empty."""
+
+    def __init__(self) -> None:
+        super().__init__(value="")
+        self.add_class(css("error"))
+        self.layout.display = "none"
+        self.message = ""
+
+    def show(self, exc: BaseException) -> None:
+        self.message = f"{type(exc).__name__}: {exc}"
+        self.value = f'<span style="color:#b00020">{html.escape(self.message)}</span>'
+        self.layout.display = None
+
+    def clear(self) -> None:
+        if self.message:
+            self.message = ""
+            self.value = ""
+            self.layout.display = "none"
+
+
+# --- the explorer base class ----------------------------------------------------------------
+
+
+class Explorer(widgets.VBox):
+    """Base for explorers: watches controls, recomputes a pure function, redraws the views.
+
+    Subclasses implement `_read_params() -> params`, `_compute(params) -> result`,
+    `_draw(result)` and optionally `_sync_controls()` (adjust ranges that depend on other
+    controls, e.g. head counts offered = divisors of the width) and `_views()` (the heatmaps
+    that the Export button saves).
+
+    Attributes:
+        result: the last computed result dataclass (None before the first refresh).
+        params: the params dataclass that produced `result`.
+        error: the ErrorArea where a failed refresh shows its message.
+    """
+
+    def __init__(
+        self,
+        *,
+        controls: Sequence[widgets.Widget],
+        body: Sequence[widgets.Widget],
+        name: str,
+        header: widgets.Widget | None = None,
+        export_dir: str | Path = DEFAULT_EXPORT_DIR,
+    ) -> None:
+        self.explorer_name = name
+        self.result: Any = None
+        self.params: Any = None
+        self.error = ErrorArea()
+        self.export_dir = Path(export_dir)
+        self.export_button = widgets.Button(
+            description="Export", icon="download", tooltip=("Save the panels as PNG, SVG and CSV")
+        )
+        self.export_button.add_class(css("export"))
+        self.export_status = widgets.HTML("")
+        self.export_status.add_class(css("export-status"))
+        self.export_button.on_click(lambda _b: self._export_clicked())
+        self._busy = False
+        self.refreshes = 0
+        footer = widgets.HBox([self.export_button, self.export_status])
+        children = [header] if header is not None else []
+        wrap = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+        children += [widgets.Box(list(controls), layout=wrap), self.error, *body, footer]
+        super().__init__(children)
+        self.add_class(css("explorer"))
+        self.add_class(css(name))
+        self._watch(controls)
+
+    def _watch(self, controls: Iterable[widgets.Widget]) -> None:
+        for c in controls:
+            if isinstance(c, widgets.Box):
+                self._watch(c.children)
+            elif hasattr(c, "value"):
+                c.observe(lambda _change: self.refresh(), names="value")
+
+    # Subclass hooks ------------------------------------------------------------------------
+    def _sync_controls(self) -> None:
+        """Adjust control ranges that depend on other controls (called before reading)."""
+
+    def _read_params(self) -> Any:
+        raise NotImplementedError
+
+    def _compute(self, params: Any) -> Any:
+        raise NotImplementedError
+
+    def _draw(self, result: Any) -> None:
+        raise NotImplementedError
+
+    def _views(self) -> dict[str, Exportable]:
+        """Name -> view (Heatmap, TokenLines, SeriesChart) of the panels Export saves."""
+        return {}
+
+    # The loop ------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the controls, recompute and redraw; errors go to `self.error`."""
+        if self._busy:  # a control changed by _sync_controls; the outer refresh covers it
+            return
+        self._busy = True
+        try:
+            self._sync_controls()
+            params = self._read_params()
+            with one_thread():
+                result = self._compute(params)
+            self._draw(result)
+        except Exception as exc:  # noqa: BLE001 - shown to the learner, not raised into the UI
+            self.error.show(exc)
+        else:
+            self.params, self.result = params, result
+            self.refreshes += 1
+            self.error.clear()
+        finally:
+            self._busy = False
+
+    @contextmanager
+    def hold_refresh(self) -> Iterator[None]:
+        """Change several controls without a refresh per change; call refresh() after."""
+        busy, self._busy = self._busy, True
+        try:
+            yield
+        finally:
+            self._busy = busy
+
+    def export(self, folder: str | Path | None = None) -> list[Path]:
+        """Save every view of `_views()` as PNG, SVG and CSV into `folder`; return the paths."""
+        folder = Path(folder) if folder is not None else self.export_dir
+        paths: list[Path] = []
+        for view_name, view in self._views().items():
+            paths += view.export(folder, f"{self.explorer_name}_{view_name}")
+        return paths
+
+    def _export_clicked(self) -> None:
+        try:
+            paths = self.export()
+        except Exception as exc:  # noqa: BLE001
+            self.error.show(exc)
+            return
+        folder = paths[0].parent if paths else self.export_dir
+        self.export_status.value = html.escape(f"saved {len(paths)} files to {folder}/")

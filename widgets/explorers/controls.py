@@ -1,0 +1,167 @@
+"""Control factories and small readouts shared by the explorers (the ipywidgets side).
+
+Every control gets a stable CSS class `ac-<name>` for browser tests and teachers' styles, and
+updates while dragging. Widgets make invalid settings unreachable (e.g. `set_options` offers
+only the head counts a width allows); what remains is refused with the range in the message.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..views.style import css
+
+_STYLE = {"description_width": "initial"}
+_LAYOUT = {"width": "260px"}
+
+
+def int_slider(description: str, min: int, max: int, value: int, *, name: str) -> widgets.IntSlider:
+    """A keyboard-operable integer slider that updates while dragging, with class ac-<name>."""
+    w = widgets.IntSlider(
+        value=value,
+        min=min,
+        max=max,
+        description=description,
+        continuous_update=True,
+        style=_STYLE,
+        layout=_LAYOUT,
+    )
+    w.add_class(css(name))
+    return w
+
+
+def float_slider(
+    description: str,
+    min: float,
+    max: float,
+    value: float,
+    *,
+    name: str,
+    step: float = 0.01,
+    log: bool = False,
+) -> widgets.FloatSlider | widgets.FloatLogSlider:
+    """A float slider (log10 scale when `log`, then min/max are the values, not exponents)."""
+    if log:
+        w = widgets.FloatLogSlider(
+            value=value,
+            base=10,
+            min=math.log10(min),
+            max=math.log10(max),
+            step=step,
+            description=description,
+            continuous_update=True,
+            readout_format=".3g",
+            style=_STYLE,
+            layout=_LAYOUT,
+        )
+    else:
+        w = widgets.FloatSlider(
+            value=value,
+            min=min,
+            max=max,
+            step=step,
+            description=description,
+            continuous_update=True,
+            style=_STYLE,
+            layout=_LAYOUT,
+        )
+    w.add_class(css(name))
+    return w
+
+
+def dropdown(
+    description: str, options: Sequence[Any], value: Any, *, name: str
+) -> widgets.Dropdown:
+    """A dropdown whose options can be replaced later (e.g. the divisors of a width)."""
+    w = widgets.Dropdown(
+        options=list(options), value=value, description=description, style=_STYLE, layout=_LAYOUT
+    )
+    w.add_class(css(name))
+    return w
+
+
+def toggle(description: str, value: bool, *, name: str) -> widgets.Checkbox:
+    """A checkbox (keyboard: Tab then Space)."""
+    w = widgets.Checkbox(value=value, description=description, indent=False, style=_STYLE)
+    w.add_class(css(name))
+    return w
+
+
+def buttons(
+    description: str, options: Sequence[Any], value: Any, *, name: str
+) -> widgets.ToggleButtons:
+    """A row of toggle buttons for a few named choices."""
+    w = widgets.ToggleButtons(
+        options=list(options),
+        value=value,
+        description=description,
+        style={"description_width": "initial", "button_width": "auto"},
+    )
+    w.add_class(css(name))
+    return w
+
+
+def set_options(dropdown_: widgets.Dropdown, options: Sequence[Any], prefer: Any) -> None:
+    """Replace a dropdown's options, keeping `prefer` when allowed, else the nearest option."""
+    options = list(options)
+    if list(dropdown_.options) == options and dropdown_.value == prefer:
+        return
+    if prefer not in options:
+        prefer = min(options, key=lambda o: (abs(o - prefer), o))
+    with dropdown_.hold_sync():  # one message; trait notifications stay immediate
+        dropdown_.options = options
+        dropdown_.value = prefer
+
+
+def clamp_slider(slider: widgets.IntSlider, max_: int) -> None:
+    """Set an int slider's max, moving its value inside the new range if needed."""
+    if slider.max != max_:
+        if slider.value > max_:
+            slider.value = max_
+        slider.max = max_
+
+
+def refuse_clamped(name: str, control: widgets.Widget, requested: float) -> None:
+    """Raise if a control clamped a starting value instead of taking it (sliders do silently)."""
+    if math.isclose(float(control.value), float(requested), rel_tol=1e-9, abs_tol=1e-12):
+        return
+    lo, hi = control.min, control.max
+    if isinstance(control, widgets.FloatLogSlider):
+        lo, hi = control.base**lo, control.base**hi
+    raise ValueError(f"{name}: expected a value in [{lo:g}, {hi:g}], got {requested}")
+
+
+def panel_row(children: Sequence[widgets.Widget]) -> widgets.HBox:
+    """Panels side by side, wrapping onto the next line when the page is narrow."""
+    for child in children:
+        child.layout.margin = "0 16px 8px 0"  # ipywidgets' Layout has no flex `gap`
+    return widgets.HBox(list(children), layout=widgets.Layout(flex_flow="row wrap"))
+
+
+# --- readouts and errors --------------------------------------------------------------------
+
+
+def table_html(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> str:
+    """A small HTML table (cells are escaped) for readouts beside the plots."""
+    cell = 'style="padding:1px 8px 1px 0;line-height:1.35;text-align:left"'
+    out = [f'<table class="{css("table")}" style="border-collapse:collapse">']
+    if header:
+        out.append(
+            "<tr>" + "".join(f"<th {cell}>{html.escape(str(h))}</th>" for h in header) + "</tr>"
+        )
+    for row in rows:
+        out.append(
+            "<tr>" + "".join(f"<td {cell}>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def shape_str(shape: Iterable[int]) -> str:
+    """(2, 3) -> "(2, 3)"; works for torch.Size, numpy shapes and tuples."""
+    return str(tuple(int(s) for s in shape))

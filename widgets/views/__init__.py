@@ -1,0 +1,29 @@
+"""The drawing components: they draw the numbers they are given and know nothing of explorers.
+
+    Heatmap      one matrix or a grid of small multiples on a canvas (heatmap.py)
+    TokenLines   query tokens joined to key tokens by lines whose weight is their opacity
+    SeriesChart  bars and lines over one shared x (chart.py)
+
+Each is an anywidget whose JavaScript lives in static/ (common.js, shared, then heatmap.js or
+chart.js); numbers travel as binary buffers (arrays.py); colours, fonts and sizes come from
+style.py, for the browser and matplotlib alike; every view exports PNG/SVG/CSV through one
+protocol (export.py), rendered by figures.py (the only module here that imports matplotlib,
+and only when a figure is asked for).
+"""
+
+from .chart import SeriesChart
+from .heatmap import Heatmap, auto_cell_size
+from .style import COLORMAPS, DEFAULT_CMAP, DIVERGING_CMAP, PALETTE, css
+from .token_lines import TokenLines
+
+__all__ = [
+    "COLORMAPS",
+    "DEFAULT_CMAP",
+    "DIVERGING_CMAP",
+    "PALETTE",
+    "Heatmap",
+    "SeriesChart",
+    "TokenLines",
+    "auto_cell_size",
+    "css",
+]

@@ -1,0 +1,195 @@
+// Shared by every canvas view (heatmap.js, chart.js), loaded before them in one module (see
+// widgets/views/style.py: esm()). STYLE (colours, fonts, sizes) comes from style.py, the one
+// source of the views' colours for Python, matplotlib and the browser.
+const LUT_HEX = STYLE.lutHex;
+const MASKED_FACE = STYLE.maskedFace;
+const MASKED_HATCH = STYLE.maskedHatch;
+const FULLY_MASKED_FACE = STYLE.fullyMaskedFace;
+const FONT = STYLE.font;
+const TITLE_FONT = STYLE.titleFont;
+const TEXT = STYLE.text;
+
+const lutCache = {};
+function lut(name) {
+  if (!lutCache[name]) {
+    const hex = LUT_HEX[name] || LUT_HEX.viridis;
+    const n = hex.length / 6;
+    const table = new Uint8Array(n * 3);
+    for (let i = 0; i < n * 3; i++) table[i] = parseInt(hex.substr(2 * i, 2), 16);
+    lutCache[name] = table;
+  }
+  return lutCache[name];
+}
+
+// t in [0, 1] -> [r, g, b]
+function colourAt(table, t) {
+  const out = [0, 0, 0];
+  writeColour(table, t, out, 0);
+  return out;
+}
+
+// The same colour as colourAt, written into out[o..o+2] without allocating (the hot path:
+// one call per cell per redraw).
+function writeColour(table, t, out, o) {
+  const n = table.length / 3 - 1;
+  const x = (t < 0 ? 0 : t > 1 ? 1 : t) * n;
+  let i = Math.floor(x);
+  if (i > n - 1) i = n - 1;
+  const f = x - i;
+  const g = 1 - f;
+  const j = 3 * i;
+  out[o] = Math.round(table[j] * g + table[j + 3] * f);
+  out[o + 1] = Math.round(table[j + 1] * g + table[j + 4] * f);
+  out[o + 2] = Math.round(table[j + 2] * g + table[j + 5] * f);
+}
+
+// measureText per font and text, kept across redraws: the labels rarely change between them.
+const widthCache = new Map();
+function measureCached(ctx, font, text) {
+  const key = `${font}\u0000${text}`;
+  let w = widthCache.get(key);
+  if (w === undefined) {
+    if (ctx.font !== font) ctx.font = font;
+    w = ctx.measureText(text).width;
+    if (widthCache.size > 4096) widthCache.clear();
+    widthCache.set(key, w);
+  }
+  return w;
+}
+
+function readArray(obj) {
+  if (!obj || !obj.shape) return null;
+  let raw = obj.buffer;
+  let buf;
+  if (raw instanceof ArrayBuffer) buf = raw;
+  else if (raw && ArrayBuffer.isView(raw)) {
+    buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
+  } else return null;
+  const data = obj.dtype === "float32" ? new Float32Array(buf) : new Uint8Array(buf);
+  return { shape: obj.shape, data };
+}
+
+// Cell text: fixed decimals (tiny values read 0.00, never -0.00); tooltips: 4 significant digits.
+function formatValue(v, digits) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === -Infinity) return "\u2212\u221e";
+  if (v === Infinity) return "+\u221e";
+  const a = Math.abs(v);
+  if (a >= 1e4) return v.toExponential(1);
+  return (a < 0.5 * Math.pow(10, -digits) ? 0 : v).toFixed(digits);
+}
+
+function formatPrecise(v) {
+  if (!Number.isFinite(v)) return formatValue(v, 0);
+  return String(Number(v.toPrecision(4)));
+}
+
+// The pattern lives in user space (the context is already scaled by devicePixelRatio).
+// The tile is built once per page; a pattern is cheap to make from it for each context.
+let hatchTile = null;
+function hatchPattern(ctx) {
+  if (!hatchTile) {
+    const s = 6;
+    const c = document.createElement("canvas");
+    c.width = s;
+    c.height = s;
+    const g = c.getContext("2d");
+    g.fillStyle = MASKED_FACE;
+    g.fillRect(0, 0, s, s);
+    g.strokeStyle = MASKED_HATCH;
+    g.lineWidth = 1;
+    g.beginPath();
+    // one diagonal plus the two corner pieces, so tiles join into continuous lines
+    g.moveTo(0, s);
+    g.lineTo(s, 0);
+    g.moveTo(-1, 1);
+    g.lineTo(1, -1);
+    g.moveTo(s - 1, s + 1);
+    g.lineTo(s + 1, s - 1);
+    g.stroke();
+    hatchTile = c;
+  }
+  return ctx.createPattern(hatchTile, "repeat");
+}
+
+// The colour bar's gradient, one pixel per row (top = 1, bottom = 0), built once per colormap
+// and height: drawn with one drawImage instead of a fillRect (and a colour string) per row.
+const barCache = new Map();
+function colourbarStrip(name, table, h) {
+  const key = `${name}:${h}`;
+  let strip = barCache.get(key);
+  if (!strip) {
+    strip = document.createElement("canvas");
+    strip.width = 1;
+    strip.height = h;
+    const g = strip.getContext("2d");
+    const img = g.createImageData(1, h);
+    for (let i = 0; i < h; i++) {
+      const [r, gg, b] = colourAt(table, 1 - i / Math.max(h - 1, 1));
+      img.data.set([r, gg, b, 255], 4 * i);
+    }
+    g.putImageData(img, 0, 0);
+    if (barCache.size > 64) barCache.clear();
+    barCache.set(key, strip);
+  }
+  return strip;
+}
+
+function textWidth(ctx, labels) {
+  let w = 0;
+  for (const s of labels) w = Math.max(w, ctx.measureText(s).width);
+  return Math.ceil(w);
+}
+
+function setupCanvas(canvas, width, height) {
+  const dpr = window.devicePixelRatio || 1;
+  const w = Math.max(1, Math.round(width * dpr));
+  const h = Math.max(1, Math.round(height * dpr));
+  const ctx = canvas.getContext("2d");
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w; // reallocates the bitmap and resets the context
+    canvas.height = h;
+  } else if (ctx.reset) {
+    ctx.reset(); // same size: a clean context without reallocating
+  } else {
+    canvas.width = w;
+  }
+  const cssW = `${width}px`;
+  const cssH = `${height}px`;
+  if (canvas.style.width !== cssW) canvas.style.width = cssW;
+  if (canvas.style.height !== cssH) canvas.style.height = cssH;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, dpr };
+}
+
+// Attach the canvas's event handlers and redraw on model changes; return the clean-up.
+function wire(canvas, events, model, keys, draw) {
+  for (const [name, fn] of Object.entries(events)) canvas.addEventListener(name, fn);
+  const stop = listen(model, keys, scheduler(draw));
+  draw();
+  return () => {
+    stop();
+    for (const [name, fn] of Object.entries(events)) canvas.removeEventListener(name, fn);
+  };
+}
+
+// Coalesce the change events of one message into one redraw.
+function scheduler(fn) {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      fn();
+    });
+  };
+}
+
+function listen(model, keys, cb) {
+  for (const k of keys) model.on(`change:${k}`, cb);
+  return () => {
+    for (const k of keys) model.off(`change:${k}`, cb);
+  };
+}
+
