@@ -188,6 +188,18 @@ class DecoderResult:
         )
 
 
+def _stack(
+    layer: type[nn.Module], n_layers: int, d_model: int, n_heads: int, d_ff, norm_first, dropout
+) -> tuple[nn.ModuleList, nn.Module]:
+    """n_layers fresh layers, and the final LayerNorm a pre-LN stack needs (else Identity)."""
+    check_positive_int("n_layers", n_layers)
+    layers = nn.ModuleList(
+        layer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
+        for _ in range(n_layers)
+    )
+    return layers, nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+
 class Encoder(nn.Module):
     """A stack of encoder layers; pre-LN stacks end with one more LayerNorm."""
 
@@ -202,12 +214,9 @@ class Encoder(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        check_positive_int("n_layers", n_layers)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
-            for _ in range(n_layers)
+        self.layers, self.norm = _stack(
+            EncoderLayer, n_layers, d_model, n_heads, d_ff, norm_first, dropout
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> EncoderResult:
         results = []
@@ -231,12 +240,9 @@ class Decoder(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        check_positive_int("n_layers", n_layers)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
-            for _ in range(n_layers)
+        self.layers, self.norm = _stack(
+            DecoderLayer, n_layers, d_model, n_heads, d_ff, norm_first, dropout
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(
         self,

@@ -20,19 +20,16 @@ _STYLE = {"description_width": "initial"}
 _LAYOUT = {"width": "260px"}
 
 
-def int_slider(description: str, min: int, max: int, value: int, *, name: str) -> widgets.IntSlider:
-    """A keyboard-operable integer slider that updates while dragging, with class ac-<name>."""
-    w = widgets.IntSlider(
-        value=value,
-        min=min,
-        max=max,
-        description=description,
-        continuous_update=True,
-        style=_STYLE,
-        layout=_LAYOUT,
-    )
+def _slider(cls: type, description: str, name: str, **kwargs: Any) -> widgets.Widget:
+    """A keyboard-operable slider that updates while dragging, with class ac-<name>."""
+    w = cls(description=description, continuous_update=True, style=_STYLE, layout=_LAYOUT, **kwargs)
     w.add_class(css(name))
     return w
+
+
+def int_slider(description: str, min: int, max: int, value: int, *, name: str) -> widgets.IntSlider:
+    """An integer slider from min to max (arrow keys step by 1)."""
+    return _slider(widgets.IntSlider, description, name, value=value, min=min, max=max)
 
 
 def float_slider(
@@ -47,31 +44,18 @@ def float_slider(
 ) -> widgets.FloatSlider | widgets.FloatLogSlider:
     """A float slider (log10 scale when `log`, then min/max are the values, not exponents)."""
     if log:
-        w = widgets.FloatLogSlider(
+        return _slider(
+            widgets.FloatLogSlider,
+            description,
+            name,
             value=value,
             base=10,
             min=math.log10(min),
             max=math.log10(max),
             step=step,
-            description=description,
-            continuous_update=True,
             readout_format=".3g",
-            style=_STYLE,
-            layout=_LAYOUT,
         )
-    else:
-        w = widgets.FloatSlider(
-            value=value,
-            min=min,
-            max=max,
-            step=step,
-            description=description,
-            continuous_update=True,
-            style=_STYLE,
-            layout=_LAYOUT,
-        )
-    w.add_class(css(name))
-    return w
+    return _slider(widgets.FloatSlider, description, name, value=value, min=min, max=max, step=step)
 
 
 def dropdown(

@@ -193,3 +193,14 @@ function listen(model, keys, cb) {
   };
 }
 
+
+// A root <div class="{cls}"> holding a keyboard-focusable <canvas class="{cls}-canvas" role=img>.
+function focusableCanvas(cls) {
+  const root = document.createElement("div");
+  root.className = cls;
+  const canvas = document.createElement("canvas");
+  canvas.className = `${cls}-canvas`;
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "img");
+  return { root, canvas };
+}

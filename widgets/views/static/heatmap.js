@@ -100,12 +100,7 @@ const HEATMAP_KEYS = [
 ];
 
 function renderHeatmap({ model, el }) {
-  const root = document.createElement("div");
-  root.className = "ac-hm";
-  const canvas = document.createElement("canvas");
-  canvas.className = "ac-hm-canvas";
-  canvas.tabIndex = 0;
-  canvas.setAttribute("role", "img");
+  const { root, canvas } = focusableCanvas("ac-hm");
   const tip = document.createElement("div");
   tip.className = "ac-hm-tip";
   tip.style.display = "none";
@@ -473,12 +468,7 @@ function renderHeatmap({ model, el }) {
 const LINES_KEYS = ["weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color"];
 
 function renderLines({ model, el }) {
-  const root = document.createElement("div");
-  root.className = "ac-tl";
-  const canvas = document.createElement("canvas");
-  canvas.className = "ac-tl-canvas";
-  canvas.tabIndex = 0;
-  canvas.setAttribute("role", "img");
+  const { root, canvas } = focusableCanvas("ac-tl");
   root.append(canvas);
   el.append(root);
   let redraws = 0;
