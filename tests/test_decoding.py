@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from attention.models.toy.checkpoints import load_reverse_model
+from attention.models.toy.data import BOS, EOS, PAD, ToyTask, heldout_texts, make_batch, shift_right
 from attention.models.toy.decoding import (
     compare_teacher_forcing,
     exact_match,
@@ -13,7 +14,6 @@ from attention.models.toy.decoding import (
     pad_to,
     teacher_forced_tokens,
 )
-from attention.models.toy.data import BOS, EOS, PAD, ToyTask, heldout_texts, make_batch, shift_right
 from attention.models.toy.training import TrainConfig, make_model, train
 
 TASK = ToyTask("reverse")

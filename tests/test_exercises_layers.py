@@ -1,4 +1,4 @@
-"""The checkers of lessons 6-10 accept the reference solutions and name typical mistakes."""
+"""The checkers of lessons 6-10 name typical mistakes (what all checkers do: test_exercises.py)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,21 @@ import pytest
 import torch
 
 import attention as A
-from attention.exercises import layers as L
-from attention.exercises import layers_solutions as S
+import attention.exercises as E
+from attention.exercises import solution_layers as S
 
-CHECKS = [
-    (L.check_causal_mask, S.causal_mask),
-    (L.check_masked_softmax, S.masked_softmax),
-    (L.check_key_padding_mask, S.to_key_padding_mask),
-    (L.check_self_attention, S.self_attention),
-    (L.check_attention_pool, S.attention_pool),
-    (L.check_split_heads, S.split_heads),
-    (L.check_multi_head_scores, S.multi_head_scores),
-    (L.check_mha_parameter_count, S.mha_parameter_count),
-    (L.check_permutation_equivariance, S.is_permutation_equivariant),
-    (L.check_positional_encoding, S.sinusoidal_pe),
-    (L.check_layer_norm, S.layer_norm),
-    (L.check_parameter_count, S.encoder_layer_parameter_count),
+RETURNING_TENSORS = [
+    (E.check_causal_mask, S.solution_causal_mask),
+    (E.check_masked_softmax, S.solution_masked_softmax),
+    (E.check_key_padding_mask, S.solution_to_key_padding_mask),
+    (E.check_self_attention, S.solution_self_attention),
+    (E.check_attention_pool, S.solution_attention_pool),
+    (E.check_split_heads, S.solution_split_heads),
+    (E.check_multi_head_scores, S.solution_multi_head_scores),
+    (E.check_permutation_equivariance, S.solution_is_permutation_equivariant),
+    (E.check_positional_encoding, S.solution_sinusoidal_pe),
+    (E.check_layer_norm, S.solution_layer_norm),
 ]
-IDS = [check.__name__ for check, _ in CHECKS]
-RETURNING_TENSORS = [c for c in CHECKS if "count" not in c[0].__name__]
 
 
 def run(check, fn, capsys) -> tuple[bool, str]:
@@ -57,12 +53,12 @@ def test_forgetting_return_is_named(check, solution, capsys):
         (lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), -1), "masked the diagonal"),
         (lambda n: torch.tril(torch.ones(n, n)), "wrong dtype: expected torch.bool"),
         (lambda n: A.to_additive_mask(A.causal_mask(n)), "additive mask (0 and -inf)"),
-        (lambda n: torch.ones(n, n, dtype=torch.bool), "wrong value at index (0, 1)"),
+        (lambda n: torch.ones(n, n, dtype=torch.bool), "wrong value at position (0, 1)"),
         (lambda n: A.causal_mask(n)[None], "wrong shape: expected (5, 5), got (1, 5, 5)"),
     ],
 )
 def test_causal_mask_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_causal_mask, wrong, capsys)
+    ok, out = run(E.check_causal_mask, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -78,13 +74,13 @@ def _softmax_filled(scores, mask):
         (_softmax_filled, "sums to 1 (uniform weights)"),
         (lambda s, m: torch.softmax(s, -1), "never applied the mask"),
         (lambda s, m: torch.softmax(s, -1) * m, "masked after the softmax"),
-        (lambda s, m: S.masked_softmax(s, ~m), "True in the mask means keep"),
+        (lambda s, m: S.solution_masked_softmax(s, ~m), "True in the mask means keep"),
         (lambda s, m: A.masked_softmax(s, m, dim=-2), "wrong axis"),
-        (lambda s, m: S.masked_softmax(s, m)[..., :4], "wrong shape: expected (2, 3, 5)"),
+        (lambda s, m: S.solution_masked_softmax(s, m)[..., :4], "wrong shape: expected (2, 3, 5)"),
     ],
 )
 def test_masked_softmax_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_masked_softmax, wrong, capsys)
+    ok, out = run(E.check_masked_softmax, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -99,7 +95,7 @@ def test_masked_softmax_mistakes(wrong, message, capsys):
     ],
 )
 def test_key_padding_mask_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_key_padding_mask, wrong, capsys)
+    ok, out = run(E.check_key_padding_mask, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -114,16 +110,24 @@ def _attend(q, k, v, scale, dim=-1):
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
-        (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 1.0), "forgot to divide"),
+        (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 1.0), "scores are not scaled"),
         (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 6**-0.5), "the input width"),
-        (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 1 / 3), "by d_k itself"),
+        (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 1 / 3), "d_k = 3 itself"),
+        (
+            lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 3**0.5),
+            "you multiplied the scores by sqrt(d_k) = sqrt(3) instead of dividing",
+        ),
+        (
+            lambda x, wq, wk, wv: _attend(x @ wk, x @ wq, x @ wv, 3**-0.5),
+            "your scores are transposed: k @ q^T puts the keys on the rows",
+        ),
         (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x @ wv, 3**-0.5, -2), "wrong axis"),
         (lambda x, wq, wk, wv: _attend(x @ wq, x @ wq, x @ wv, 3**-0.5), "K = X W_k"),
         (lambda x, wq, wk, wv: _attend(x @ wq, x @ wk, x, 3**-0.5), "project the values"),
     ],
 )
 def test_self_attention_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_self_attention, wrong, capsys)
+    ok, out = run(E.check_self_attention, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -135,24 +139,31 @@ def _mean_pool(x, query, mask):
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
-        (lambda x, q, m: S.attention_pool(x, q, torch.ones_like(m)), "padding leaked in"),
+        (lambda x, q, m: S.solution_attention_pool(x, q, torch.ones_like(m)), "padding leaked in"),
         (_mean_pool, "mean pooling"),
-        (lambda x, q, m: S.attention_pool(x, q, m)[:, None], "drop the query axis"),
+        (lambda x, q, m: S.solution_attention_pool(x, q, m)[:, None], "drop the query axis"),
     ],
 )
 def test_attention_pool_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_attention_pool, wrong, capsys)
+    ok, out = run(E.check_attention_pool, wrong, capsys)
     assert ok is False
     assert message in out
 
 
-def test_attention_pool_without_scale_is_named(capsys):
-    def no_scale(x, query, mask):
-        return S.attention_pool(x, query * math.sqrt(x.shape[-1]), mask)
+@pytest.mark.parametrize(
+    ("factor", "message"),
+    [
+        (2.0, "the scores are not scaled: divide them by sqrt(M) = sqrt(4)"),
+        (4.0, "you multiplied the scores by sqrt(M) = sqrt(4) instead of dividing"),
+    ],
+)
+def test_attention_pool_scale_mistakes(factor, message, capsys):
+    def wrong_scale(x, query, mask):  # the solution divides by sqrt(M) = 2
+        return S.solution_attention_pool(x, query * factor, mask)
 
-    ok, out = run(L.check_attention_pool, no_scale, capsys)
+    ok, out = run(E.check_attention_pool, wrong_scale, capsys)
     assert ok is False
-    assert "forgot to divide the scores by sqrt(M)" in out
+    assert message in out
 
 
 # --- lesson 8 ---------------------------------------------------------------------------------
@@ -168,7 +179,7 @@ def test_attention_pool_without_scale_is_named(capsys):
     ],
 )
 def test_split_heads_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_split_heads, wrong, capsys)
+    ok, out = run(E.check_split_heads, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -188,13 +199,18 @@ def _reshape_split(x, h):
             lambda q, k, h: _scores(q, k, h, math.sqrt(q.shape[-1])),
             "divided by sqrt(d_model) = sqrt(12) instead of sqrt(d_head) = sqrt(12 / 3)",
         ),
-        (lambda q, k, h: _scores(q, k, h, 1.0), "forgot to scale"),
-        (lambda q, k, h: _scores(q, k, h, q.shape[-1] // h), "by d_head itself"),
+        (lambda q, k, h: _scores(q, k, h, 1.0), "the scores are not scaled"),
+        (lambda q, k, h: _scores(q, k, h, q.shape[-1] // h), "by d_head = 4 itself"),
+        (
+            lambda q, k, h: _scores(q, k, h, 0.5),
+            "you multiplied the scores by sqrt(d_head) = sqrt(4) instead of dividing",
+        ),
+        (lambda q, k, h: _scores(q, k, h, 2.0).transpose(-2, -1), "your scores are transposed"),
         (lambda q, k, h: _scores(q, k, h, 2.0, _reshape_split), "heads are mixed up"),
     ],
 )
 def test_multi_head_scores_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_multi_head_scores, wrong, capsys)
+    ok, out = run(E.check_multi_head_scores, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -210,14 +226,16 @@ def test_multi_head_scores_mistakes(wrong, message, capsys):
     ],
 )
 def test_mha_parameter_count_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_mha_parameter_count, wrong, capsys)
+    ok, out = run(E.check_mha_parameter_count, wrong, capsys)
     assert ok is False
     assert message in out
 
 
 def test_mha_parameter_count_accepts_a_tensor_or_float(capsys):
-    assert L.check_mha_parameter_count(lambda m, h, b: float(S.mha_parameter_count(m, h, b)))
-    assert L.check_mha_parameter_count(lambda m, h, b: torch.tensor(4 * m * m + 4 * m * b))
+    assert E.check_mha_parameter_count(
+        lambda m, h, b: float(S.solution_mha_parameter_count(m, h, b))
+    )
+    assert E.check_mha_parameter_count(lambda m, h, b: torch.tensor(4 * m * m + 4 * m * b))
 
 
 # --- lesson 9 ---------------------------------------------------------------------------------
@@ -234,9 +252,23 @@ def test_mha_parameter_count_accepts_a_tensor_or_float(capsys):
     ],
 )
 def test_permutation_equivariance_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_permutation_equivariance, wrong, capsys)
+    ok, out = run(E.check_permutation_equivariance, wrong, capsys)
     assert ok is False
     assert message in out
+
+
+def _pe_per_column_exponent(t, m):
+    """The j/d mistake: column j gets the angle pos / 10000^(j/M), even columns sin, odd cos."""
+    pos = torch.arange(t, dtype=torch.float32)[:, None]  # (T, 1)
+    j = torch.arange(m, dtype=torch.float32)  # (M,)
+    angle = pos / 10000 ** (j / m)  # (T, M)
+    return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
+def test_positional_encoding_exponent_per_column_is_named(capsys):
+    ok, out = run(E.check_positional_encoding, _pe_per_column_exponent, capsys)
+    assert ok is False
+    assert "column j used the exponent j / d_model, so each cosine got its own frequency" in out
 
 
 def _pe_table(t, m, *, sin_first=True, interleave=True, exponent_scale=1.0, start=0):
@@ -256,11 +288,11 @@ def _pe_table(t, m, *, sin_first=True, interleave=True, exponent_scale=1.0, star
         ({"interleave": False}, "all the sines first"),
         ({"exponent_scale": 0.5}, "the exponent is 2i / d_model"),
         ({"start": 1}, "positions start at 0, not 1"),
-        ({"exponent_scale": 2.0}, "wrong value at index"),
+        ({"exponent_scale": 2.0}, "wrong value at position"),
     ],
 )
 def test_positional_encoding_mistakes(kwargs, message, capsys):
-    ok, out = run(L.check_positional_encoding, lambda t, m: _pe_table(t, m, **kwargs), capsys)
+    ok, out = run(E.check_positional_encoding, lambda t, m: _pe_table(t, m, **kwargs), capsys)
     assert ok is False
     assert message in out
 
@@ -272,11 +304,11 @@ def test_positional_encoding_helper_matches_the_core_when_right():
 # --- lesson 10 --------------------------------------------------------------------------------
 
 
-def _norm(x, gamma, beta, eps, dims=-1, correction=0, eps_inside=True, affine=True):
+def _norm(x, gamma, beta, eps, dims=-1, correction=0, eps_inside=True, scale=True, shift=True):
     mean = x.mean(dims, keepdim=True)
     var = x.var(dims, keepdim=True, correction=correction)
     y = (x - mean) / ((var + eps).sqrt() if eps_inside else var.sqrt() + eps)
-    return y * gamma + beta if affine else y
+    return y * (gamma if scale else 1) + (beta if shift else 0)
 
 
 @pytest.mark.parametrize(
@@ -287,14 +319,16 @@ def _norm(x, gamma, beta, eps, dims=-1, correction=0, eps_inside=True, affine=Tr
         ({"dims": 1}, "over the positions (dim 1)"),
         ({"correction": 1}, "unbiased variance"),
         ({"eps_inside": False}, "eps is in the wrong place"),
-        ({"affine": False}, "forgot gamma and beta"),
+        ({"scale": False, "shift": False}, "forgot gamma and beta"),
+        ({"shift": False}, "you scaled by gamma but forgot the shift beta"),
+        ({"scale": False}, "you shifted by beta but forgot the scale gamma"),
     ],
 )
 def test_layer_norm_mistakes(kwargs, message, capsys):
     def wrong(x, gamma, beta, eps):
         return _norm(x, gamma, beta, eps, **kwargs)
 
-    ok, out = run(L.check_layer_norm, wrong, capsys)
+    ok, out = run(E.check_layer_norm, wrong, capsys)
     assert ok is False
     assert message in out
 
@@ -303,7 +337,7 @@ def test_layer_norm_without_eps_is_named(capsys):
     def no_eps(x, gamma, beta, eps):
         return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True, correction=0) * gamma + beta
 
-    ok, out = run(L.check_layer_norm, no_eps, capsys)
+    ok, out = run(E.check_layer_norm, no_eps, capsys)
     assert ok is False
     assert "NaN or inf for the constant token" in out
 
@@ -314,45 +348,44 @@ def test_layer_norm_without_eps_is_named(capsys):
         (lambda m, f: 12 * m * m, "the textbook 12 M^2"),
         (lambda m, f: 4 * m * m + 2 * m * f, "counted the weight matrices only"),
         (
-            lambda m, f: 12 * m * m if f != 4 * m else S.encoder_layer_parameter_count(m, f),
+            lambda m, f: (
+                12 * m * m if f != 4 * m else S.solution_encoder_layer_parameter_count(m, f)
+            ),
             "12 M^2 is the textbook estimate",
         ),
         (lambda m, f: 4 * m * m + 4 * m + 2 * m * f + f + m, "Add the two LayerNorms"),
-        (lambda m, f: 4 * m * m + 4 * m + 2 * m * f + f + m + 2 * m, "There are two LayerNorms"),
-        (lambda m, f: S.encoder_layer_parameter_count(m, 4 * m), "You assumed d_ff = 4 * d_model"),
         (
-            lambda m, f: S.encoder_layer_parameter_count(m, f) + 1,
+            lambda m, f: 4 * m * m + 4 * m + 2 * m * f + f + m + 2 * m,  # two gammas, no beta
+            "each has a gamma (scale) AND a beta (shift) of size M, did you forget beta?",
+        ),
+        (
+            lambda m, f: S.solution_encoder_layer_parameter_count(m, 4 * m),
+            "You assumed d_ff = 4 * d_model",
+        ),
+        (
+            lambda m, f: S.solution_encoder_layer_parameter_count(m, f) + 1,
             "for d_model=8, d_ff=32: expected 872, got 873",
         ),
     ],
 )
 def test_parameter_count_mistakes(wrong, message, capsys):
-    ok, out = run(L.check_parameter_count, wrong, capsys)
+    ok, out = run(E.check_parameter_count, wrong, capsys)
     assert ok is False
     assert message in out
 
 
 def test_parameter_count_reference_agrees_with_the_formula_at_4x():
     m = 64
-    exact = S.encoder_layer_parameter_count(m, 4 * m)
+    exact = S.solution_encoder_layer_parameter_count(m, 4 * m)
     biases_and_norms = 4 * m + (4 * m + m) + 2 * 2 * m
     assert exact - biases_and_norms == A.parameter_formula(m)["encoder_layer"]
 
 
-def test_checkers_leave_the_global_random_state_alone():
-    torch.manual_seed(123)
-    expected = torch.rand(3)
-    torch.manual_seed(123)
-    for check, solution in CHECKS:
-        check(solution)
-    torch.testing.assert_close(torch.rand(3), expected)
-
-
 def test_checkers_do_not_let_the_learner_change_their_inputs(capsys):
     def vandal(scores, mask):
-        weights = S.masked_softmax(scores, mask)
+        weights = S.solution_masked_softmax(scores, mask)
         scores.zero_()
         mask.fill_(True)
         return weights
 
-    assert L.check_masked_softmax(vandal) is True
+    assert E.check_masked_softmax(vandal) is True

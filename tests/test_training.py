@@ -10,8 +10,8 @@ from attention.models.toy.checkpoints import (
     load_reverse_model,
     save_checkpoint,
 )
-from attention.models.toy.snapshots import AttentionSnapshot, snapshot_attention, snapshot_view
 from attention.models.toy.data import EOS, PAD, ToyTask, make_batch, probe_text
+from attention.models.toy.snapshots import AttentionSnapshot, snapshot_attention, snapshot_view
 from attention.models.toy.training import (
     TrainConfig,
     Trainer,

@@ -4,10 +4,11 @@
     check_causal_mask(my_causal_mask)   # prints "Correct: ..." or names the mistake
 
 A checker never raises, so a notebook that runs every cell keeps going; it returns True or
-False. Reference solutions live beside the checkers (`basics_solutions`, `layers_solutions`,
-`training_solutions`): read them after you have tried.
-
-Lessons 1-5 (basics), 6-10 (layers), 11 (training).
+False. Checkers by lesson: `basics` (1-5), `masks_heads` (6-8), `blocks` (9-10), `training`
+(11), all built on one kit, `_checking`. Reference solutions live beside them
+(`solution_basics` for lessons 1-5, `solution_layers` for 6-10, `solution_training` for 11):
+read them after you have tried.
+Lesson 12 (real models): checkers in `models`, solutions in `solution_models`.
 """
 
 from .basics import (
@@ -22,19 +23,28 @@ from .basics import (
     check_softmax_jacobian,
     check_vocabulary,
 )
-from .layers import (
-    check_attention_pool,
-    check_causal_mask,
-    check_key_padding_mask,
+from .blocks import (
     check_layer_norm,
-    check_masked_softmax,
-    check_mha_parameter_count,
-    check_multi_head_scores,
     check_parameter_count,
     check_permutation_equivariance,
     check_positional_encoding,
+)
+from .masks_heads import (
+    check_attention_pool,
+    check_causal_mask,
+    check_key_padding_mask,
+    check_masked_softmax,
+    check_mha_parameter_count,
+    check_multi_head_scores,
     check_self_attention,
     check_split_heads,
+)
+from .models import (
+    check_chat_prompt,
+    check_induction_score,
+    check_previous_token_score,
+    check_sink_share,
+    check_top_k_filter,
 )
 from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
@@ -45,9 +55,11 @@ __all__ = [
     "check_attention_shapes",
     "check_bilinear_scores",
     "check_causal_mask",
+    "check_chat_prompt",
     "check_dot_product_variance",
     "check_gaussian_pooling",
     "check_greedy_step",
+    "check_induction_score",
     "check_key_padding_mask",
     "check_layer_norm",
     "check_masked_softmax",
@@ -56,12 +68,15 @@ __all__ = [
     "check_parameter_count",
     "check_permutation_equivariance",
     "check_positional_encoding",
+    "check_previous_token_score",
     "check_rnn_final_state",
     "check_self_attention",
     "check_sequence_loss",
     "check_shift_right",
+    "check_sink_share",
     "check_softmax",
     "check_softmax_jacobian",
     "check_split_heads",
+    "check_top_k_filter",
     "check_vocabulary",
 ]

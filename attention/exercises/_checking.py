@@ -1,21 +1,30 @@
-"""What every exercise checker shares: run the learner's function safely, print one line.
+"""The one checking kit every exercise checker uses: run the learner's function, compare, explain.
 
-A check body calls the learner's function through `call` and then either returns None (right),
-returns a message or raises `Wrong(message)` (wrong, and how), while `call` turns a stub that
-still raises NotImplementedError into "Not attempted yet". The `checker` decorator prints
-"Correct: ...", "Not yet: ..." or "Not attempted yet: ..." and returns True or False; it never
-raises, so a notebook that runs every cell keeps going, and it leaves the learner's random state
-untouched.
+A check body runs the learner's function through `call`, then either returns (right) or raises
+`Wrong(message)` (wrong, and how); `call` turns a stub that still raises NotImplementedError
+into "Not attempted yet". The `checker` decorator prints "Correct: ...", "Not yet: ..." or
+"Not attempted yet: ..." and returns True or False; it never raises, so a notebook that runs
+every cell keeps going, and it restores the learner's random state, so a body may seed freely.
+
+Comparing is `compare(got, want, mistakes)`: right type, close to the reference, else the first
+known mistake whose wrong result `got` matches (its message names the misconception), else the
+wrong shape, dtype, a NaN, or the first wrong value with its index, expected and received value.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
+
+RTOL, ATOL = 1e-4, 1e-5
+
+# (the result a known wrong answer gives, the message that names that mistake)
+Mistakes = Sequence[tuple[Any, str]]
 
 
 class NotAttempted(Exception):
@@ -30,10 +39,10 @@ def name_of(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", "your function")
 
 
-def checker(success: str) -> Callable[[Callable[..., str | None]], Callable[..., bool]]:
-    """Wrap `body(fn) -> None | message` (or raising Wrong) into `check(fn) -> bool`."""
+def checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]]:
+    """Wrap a check body `body(fn) -> None` that raises Wrong into `check(fn) -> bool`."""
 
-    def decorate(body: Callable[..., str | None]) -> Callable[..., bool]:
+    def decorate(body: Callable[..., None]) -> Callable[..., bool]:
         @functools.wraps(body)
         def check(fn: Callable[..., Any]) -> bool:
             if not callable(fn):
@@ -43,15 +52,13 @@ def checker(success: str) -> Callable[[Callable[..., str | None]], Callable[...,
                 )
                 return False
             try:
-                with torch.random.fork_rng(devices=[]):  # checks draw no global numbers
-                    message = body(fn)
+                with torch.random.fork_rng(devices=[]):  # checks may seed; the learner's
+                    body(fn)  # random numbers stay as they were
             except NotAttempted as exc:
                 print(f"Not attempted yet: write {exc} above, then run this cell")
                 return False
             except Wrong as exc:
-                message = str(exc)
-            if message is not None:
-                print(f"Not yet: {message}")
+                print(f"Not yet: {exc}")
                 return False
             print(f"Correct: {success}")
             return True
@@ -61,12 +68,154 @@ def checker(success: str) -> Callable[[Callable[..., str | None]], Callable[...,
     return decorate
 
 
-def call(fn: Callable[..., Any], *args: Any, hint: str = "") -> Any:
-    """Call fn on copies of the tensor args, so in-place edits cannot spoil the reference."""
+def attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, Exception | None]:
+    """Call fn on copies of the tensor args: (result, None), or (None, the exception raised).
+
+    Copies, so in-place edits cannot spoil the reference; a stub raises NotAttempted.
+    """
     copies = [a.clone() if isinstance(a, Tensor) else a for a in args]
     try:
-        return fn(*copies)
+        return fn(*copies), None
     except NotImplementedError:
         raise NotAttempted(name_of(fn)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the learner, not raised
-        raise Wrong(f"{name_of(fn)} raised {type(exc).__name__}: {exc}{hint}") from None
+        return None, exc
+
+
+def raised(fn: Callable[..., Any], error: Exception) -> str:
+    """ "my_fn raised KeyError: 'x'" (no colon when the exception has no message)."""
+    detail = f": {error}" if str(error) else ""
+    return f"{name_of(fn)} raised {type(error).__name__}{detail}"
+
+
+def call(fn: Callable[..., Any], *args: Any, hint: str = "") -> Any:
+    """Call fn like `attempt`, turning an exception into Wrong ("my_fn raised KeyError: ...")."""
+    result, error = attempt(fn, *args)
+    if error is not None:
+        raise Wrong(raised(fn, error) + hint)
+    return result
+
+
+def _prefixed(what: str, message: str) -> str:
+    return f"{what}: {message}" if what else message
+
+
+def _shape(x: Tensor) -> tuple[int, ...]:
+    return tuple(int(s) for s in x.shape)
+
+
+def expect_tensor(got: Any, *, what: str = "", shape: Sequence[int] | None = None) -> Tensor:
+    """Return got if it is a tensor (of `shape`, when given); else raise Wrong saying why."""
+    if got is None:
+        raise Wrong(_prefixed(what, "your function returned None; did you forget `return`?"))
+    if not isinstance(got, Tensor):
+        raise Wrong(_prefixed(what, f"expected a torch.Tensor, got {type(got).__name__}"))
+    if shape is not None and _shape(got) != tuple(shape):
+        raise Wrong(_prefixed(what, f"wrong shape: expected {tuple(shape)}, got {_shape(got)}"))
+    return got
+
+
+def as_int(got: Any) -> Any:
+    """Accept 12, 12.0 and tensor(12) as the count 12; anything else is returned unchanged."""
+    if isinstance(got, Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, float) and got.is_integer():
+        got = int(got)
+    return got
+
+
+def expect_int(got: Any, *, what: str = "") -> int:
+    """Return got as an int (12, 12.0 and tensor(12) all count); else raise Wrong."""
+    got = as_int(got)
+    if not isinstance(got, int) or isinstance(got, bool):
+        raise Wrong(_prefixed(what, f"expected an int, got {type(got).__name__}"))
+    return got
+
+
+def close(got: Any, want: Any, *, atol: float = ATOL, rtol: float = RTOL) -> bool:
+    """Same shape and values (numbers count as 0-d tensors); bools must be bools and equal.
+
+    NaN matches only NaN, so a known mistake that yields NaN is recognised by where it does.
+    """
+    if not isinstance(got, (Tensor, int, float)) or not isinstance(want, (Tensor, int, float)):
+        return False
+    got, want = torch.as_tensor(got).detach(), torch.as_tensor(want).detach()
+    if _shape(got) != _shape(want):
+        return False
+    if got.dtype == torch.bool or want.dtype == torch.bool:
+        return got.dtype == want.dtype and bool(torch.equal(got, want))
+    if got.is_complex() or want.is_complex():
+        return False
+    return bool(torch.allclose(got.double(), want.double(), rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _show(x: Tensor) -> str:
+    value = x.item()
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def first_difference(got: Tensor, want: Tensor, *, atol: float = ATOL, rtol: float = RTOL) -> str:
+    """Name the first position where got and want (same shape) differ, with both values."""
+    if got.dtype == torch.bool or want.dtype == torch.bool:
+        wrong = got != want
+    else:
+        wrong = ~torch.isclose(got.detach().double(), want.double(), rtol=rtol, atol=atol)
+    if got.dim() == 0:
+        return f"wrong value: expected {_show(want)}, got {_show(got)}"
+    index = tuple(int(i) for i in wrong.nonzero()[0])
+    return (
+        f"wrong value at position {index}: expected {_show(want[index])}, got {_show(got[index])}"
+    )
+
+
+def name_mistake(got: Any, mistakes: Mistakes, *, atol: float = ATOL, rtol: float = RTOL) -> None:
+    """Raise Wrong with the message of the first known mistake whose result got matches."""
+    for wrong, message in mistakes:
+        if close(got, wrong, atol=atol, rtol=rtol):
+            raise Wrong(message)
+
+
+def compare(
+    got: Any,
+    want: Tensor,
+    mistakes: Mistakes = (),
+    *,
+    what: str = "",
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> None:
+    """Return if got matches want; else raise Wrong naming the known mistake, or the problem.
+
+    In order: not a tensor; a known mistake (a table of (wrong result, message)); wrong shape;
+    bool against non-bool; NaN or inf where every expected value is finite; the first wrong value.
+    """
+    got = expect_tensor(got, what=what)
+    if close(got, want, atol=atol, rtol=rtol):
+        return
+    name_mistake(got, mistakes, atol=atol, rtol=rtol)
+    if _shape(got) != _shape(want):
+        raise Wrong(_prefixed(what, f"wrong shape: expected {_shape(want)}, got {_shape(got)}"))
+    if (got.dtype == torch.bool) != (want.dtype == torch.bool):
+        raise Wrong(_prefixed(what, f"wrong dtype: expected {want.dtype}, got {got.dtype}"))
+    if got.is_floating_point() and bool(torch.isfinite(want).all()):
+        if not bool(torch.isfinite(got).all()):
+            raise Wrong(_prefixed(what, "contains NaN or inf; every expected value is finite"))
+    raise Wrong(_prefixed(what, first_difference(got, want, atol=atol, rtol=rtol)))
+
+
+def scale_mistakes(
+    attend: Callable[[float], Tensor], width: str, d: int
+) -> list[tuple[Tensor, str]]:
+    """The ways to get attention's 1 / sqrt(d) wrong; attend(c) is the result with scores * c.
+
+    width names d in the messages ("d_k", "d_head", "M").
+    """
+    return [
+        (attend(1.0), f"the scores are not scaled: divide them by sqrt({width}) = sqrt({d})"),
+        (attend(1 / d), f"you divided by {width} = {d} itself; divide by its square root"),
+        (
+            attend(math.sqrt(d)),
+            f"you multiplied the scores by sqrt({width}) = sqrt({d}) instead of dividing: the "
+            "softmax gets sharper, not calmer",
+        ),
+    ]

@@ -1,19 +1,16 @@
 """Self-checking exercises for lessons 1-5: RNN steps, vocabulary, softmax, pooling, scores, SDPA.
 
-Each `check_*` takes the learner's function, runs it on fixed inputs (seeded, never touching
-the global random state), compares with a reference computed by the core or by torch, and
-prints one helpful line: "Correct: ...", "Not attempted yet: ..." (the stub still raises
-NotImplementedError) or "Not yet: ..." naming the mistake when it is a known one (softmax
-over the wrong dim, forgotten scale, sqrt of the wrong width, ...). It returns True or False
-and never raises, so a notebook that runs every cell keeps going.
+Each `check_*` runs the learner's function on fixed seeded inputs, compares with a reference
+from the core or torch through the kit in `_checking` and prints one line, naming the mistake
+when it is a known one (softmax over the wrong dim, forgotten scale, sqrt of the wrong width).
 
-Reference solutions are in `attention.exercises.basics_solutions`.
+Reference solutions are in `attention.exercises.solution_basics`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,11 +18,18 @@ from torch import Tensor
 
 from ..additive import AdditiveAttention
 from ..functional import masked_softmax, scaled_dot_product_attention
-from ._checking import NotAttempted as _NotAttempted
-from ._checking import Wrong as _Wrong
-from ._checking import call as _call
-from ._checking import checker as _checker
-from ._checking import name_of as _name
+from ._checking import (
+    Wrong,
+    attempt,
+    call,
+    checker,
+    close,
+    compare,
+    name_mistake,
+    name_of,
+    raised,
+    scale_mistakes,
+)
 
 __all__ = [
     "check_additive_scores",
@@ -40,41 +44,6 @@ __all__ = [
     "check_vocabulary",
 ]
 
-RTOL, ATOL = 1e-4, 1e-5
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in x.shape)
-
-
-def _close(got: Tensor, want: Tensor) -> bool:
-    return _shape(got) == _shape(want) and torch.allclose(
-        got.detach().double(), want.detach().double(), rtol=RTOL, atol=ATOL, equal_nan=False
-    )
-
-
-def _compare(
-    what: str, got: Any, want: Tensor, mistakes: Sequence[tuple[Tensor, str]] = ()
-) -> None:
-    """Raise _Wrong unless got matches want; name a known mistake when got matches one."""
-    if not isinstance(got, Tensor):
-        raise _Wrong(f"{what}: expected a torch.Tensor, got {type(got).__name__}")
-    if _close(got, want):
-        return
-    for wrong, message in mistakes:
-        if _close(got, wrong):
-            raise _Wrong(message)
-    if _shape(got) != _shape(want):
-        raise _Wrong(f"{what}: wrong shape: expected {_shape(want)}, got {_shape(got)}")
-    if not bool(torch.isfinite(got).all()):
-        raise _Wrong(f"{what}: contains NaN or inf; every expected value is finite")
-    bad = ~torch.isclose(got.detach().double(), want.double(), rtol=RTOL, atol=ATOL)
-    index = tuple(int(i) for i in bad.nonzero()[0])
-    raise _Wrong(
-        f"{what}: wrong value at position {index}: expected {float(want[index]):.4f}, "
-        f"got {float(got[index]):.4f}"
-    )
-
 
 def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
     return torch.randn(*shape, generator=g) * scale
@@ -83,7 +52,7 @@ def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
 # --- lesson 1: why attention -----------------------------------------------------------------
 
 
-@_checker("h_t needs h_(t-1), so the T steps run one after another: no parallelism over time.")
+@checker("h_t needs h_(t-1), so the T steps run one after another: no parallelism over time.")
 def check_rnn_final_state(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     """Check fn(x (T, D_in), w_x (D_in, D_h), w_h (D_h, D_h)) -> the final state h_T (D_h,).
 
@@ -109,8 +78,7 @@ def check_rnn_final_state(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
             "h_T ignores the previous state: each step must add h_(t-1) @ w_h before the tanh",
         ),
     ]
-    got = _call(fn, x, w_x, w_h)
-    _compare("final state", got, last.reshape(d_h), mistakes)
+    compare(call(fn, x, w_x, w_h), last.reshape(d_h), mistakes, what="final state")
 
 
 VOCABULARY = {
@@ -136,31 +104,31 @@ VOCABULARY = {
 }
 
 
-@_checker("four names, four different kinds of thing: a function, a layer, a usage, a model.")
+@checker("four names, four different kinds of thing: a function, a layer, a usage, a model.")
 def check_vocabulary(fn: Callable[[], dict[str, str]]) -> None:
     """Check fn() -> {term: kind} with kinds from "function", "layer", "usage", "architecture"."""
-    got = _call(fn)
+    got = call(fn)
     if not isinstance(got, dict):
-        raise _Wrong(f"expected a dict {{term: kind}}, got {type(got).__name__}")
+        raise Wrong(f"expected a dict {{term: kind}}, got {type(got).__name__}")
     kinds = [kind for kind, _ in VOCABULARY.values()]
     answers = {str(k).strip().lower().replace(" ", "-"): v for k, v in got.items()}
     wrong = []
     for term, (kind, explanation) in VOCABULARY.items():
         if term.lower() not in answers:
-            raise _Wrong(f"missing term {term!r}; expected the keys {list(VOCABULARY)}")
+            raise Wrong(f"missing term {term!r}; expected the keys {list(VOCABULARY)}")
         answer = str(answers[term.lower()]).strip().lower()
         if answer not in kinds:
-            raise _Wrong(f"{term}: {answers[term.lower()]!r} is not one of {kinds}")
+            raise Wrong(f"{term}: {answers[term.lower()]!r} is not one of {kinds}")
         if answer != kind:
             wrong.append(f"{term} is not {answer!r}: {explanation}")
     if wrong:
-        raise _Wrong(" | ".join(wrong))
+        raise Wrong(" | ".join(wrong))
 
 
 # --- lesson 2: attention as weighted averaging -----------------------------------------------
 
 
-@_checker("each row is now non-negative and sums to 1: a probability distribution over keys.")
+@checker("each row is now non-negative and sums to 1: a probability distribution over keys.")
 def check_softmax(fn: Callable[[Tensor], Tensor]) -> None:
     """Check fn(scores (..., Tk)) -> softmax over the last dim, also for huge scores."""
     g = torch.Generator().manual_seed(2)
@@ -184,22 +152,28 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> None:
                 "exp(s_j) / sum_i exp(s_i); dividing raw scores by their sum can go negative",
             ),
         ]
-        _compare(
-            f"softmax of a {_shape(scores)} tensor",
-            _call(fn, scores),
-            torch.softmax(scores, dim=-1),
-            mistakes,
-        )
+        what = f"softmax of a {tuple(scores.shape)} tensor"
+        compare(call(fn, scores), torch.softmax(scores, dim=-1), mistakes, what=what)
     huge = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -999.0]])
-    got = _call(fn, huge)
+    got = call(fn, huge)
     if isinstance(got, Tensor) and not bool(torch.isfinite(got).all()):
-        raise _Wrong(
+        raise Wrong(
             "scores like 1000 give NaN: exp(1000) overflows to inf and inf / inf is "
             "NaN. Subtract each row's max first (softmax(s) = softmax(s - max(s)))"
         )
-    _compare(
-        "softmax of [[1000, 1001, 1002], [-1000, -1000, -999]]", got, torch.softmax(huge, dim=-1)
+    what = "softmax of [[1000, 1001, 1002], [-1000, -1000, -999]]"
+    compare(got, torch.softmax(huge, dim=-1), what=what)
+    # Shifting by the row's minimum passes the rows above (their spread is small) but not these.
+    spread = torch.tensor([[0.0, 1000.0], [1000.0, 0.0]])
+    shifted = (spread - spread.amin(-1, keepdim=True)).exp()  # [1, inf]: exp overflows
+    mistake = (
+        shifted / shifted.sum(-1, keepdim=True),
+        "subtract the row's maximum, not its minimum: exp overflows. For scores [0, 1000], "
+        "s - min(s) = [0, 1000] and exp(1000) = inf; s - max(s) = [-1000, 0] keeps every "
+        "exponent <= 0",
     )
+    what = "softmax of [[0, 1000], [1000, 0]]"
+    compare(call(fn, spread), torch.softmax(spread, dim=-1), [mistake], what=what)
 
 
 def _pooling_mistakes(q: Tensor, k: Tensor, v: Tensor, width: float) -> list[tuple[Tensor, str]]:
@@ -241,7 +215,7 @@ def _pooling_mistakes(q: Tensor, k: Tensor, v: Tensor, width: float) -> list[tup
     ]
 
 
-@_checker("each prediction is an average of the targets, weighted by closeness to the query.")
+@checker("each prediction is an average of the targets, weighted by closeness to the query.")
 def check_gaussian_pooling(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> None:
     """Check fn(queries (Tq,), keys (Tk,), values (Tk,), width) -> (Tq,) Nadaraya-Watson.
 
@@ -254,19 +228,15 @@ def check_gaussian_pooling(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]
     for width in (0.5, 2.0):
         kernel = torch.exp(-((queries[:, None] - keys[None, :]).double() ** 2) / (2 * width**2))
         want = (kernel / kernel.sum(-1, keepdim=True) @ values.double()).float()  # (Tq,)
-        got = _call(fn, queries, keys, values, width)
-        _compare(
-            f"predictions for width={width}",
-            got,
-            want,
-            _pooling_mistakes(queries, keys, values, width),
-        )
+        got = call(fn, queries, keys, values, width)
+        what = f"predictions for width={width}"
+        compare(got, want, _pooling_mistakes(queries, keys, values, width), what=what)
 
 
 # --- lesson 3: scoring functions --------------------------------------------------------------
 
 
-@_checker("query (width 5) and key (width 6) never had to share a width: each is projected first.")
+@checker("query (width 5) and key (width 6) never had to share a width: each is projected first.")
 def check_additive_scores(fn: Callable[..., Tensor]) -> None:
     """Check fn(query (B, Tq, Dq), key (B, Tk, Dk), w_q (Dq, h), w_k (Dk, h), w_v (h,)).
 
@@ -297,10 +267,10 @@ def check_additive_scores(fn: Callable[..., Tensor]) -> None:
             "the projected query and key are added, not multiplied, inside the tanh",
         ),
     ]
-    _compare("additive scores", _call(fn, query, key, w_q, w_k, w_v), want, mistakes)
+    compare(call(fn, query, key, w_q, w_k, w_v), want, mistakes, what="additive scores")
 
 
-@_checker("projecting q to the key width makes a plain (scaled) dot product possible.")
+@checker("projecting q to the key width makes a plain (scaled) dot product possible.")
 def check_bilinear_scores(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     """Check fn(query (B, Tq, Dq), key (B, Tk, Dk), w (Dq, Dk)) -> (q @ w) @ k^T / sqrt(Dk)."""
     g = torch.Generator().manual_seed(5)
@@ -310,16 +280,15 @@ def check_bilinear_scores(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
     want = scaled_dot_product_attention(projected, key, key).scores  # (B, Tq, Tk)
     raw = projected @ key.transpose(1, 2)
     mistakes = [
-        (raw, f"the scores are not scaled: divide by sqrt(Dk) = sqrt({dk})"),
+        *scale_mistakes(lambda c: raw * c, "Dk", dk),
         (
             raw / math.sqrt(dq),
             f"q @ w has the key width Dk = {dk}: divide by sqrt({dk}), "
             f"not by sqrt(Dq) = sqrt({dq})",
         ),
-        (raw / dk, f"you divided by Dk = {dk}; divide by its square root"),
         (want.transpose(1, 2), "scores are (B, Tq, Tk); yours are transposed"),
     ]
-    _compare("bilinear scores", _call(fn, query, key, w), want, mistakes)
+    compare(call(fn, query, key, w), want, mistakes, what="bilinear scores")
 
 
 # --- lesson 4: scaled dot-product attention ---------------------------------------------------
@@ -329,8 +298,7 @@ def _attention_mistakes(q: Tensor, k: Tensor, v: Tensor) -> list[tuple[Tensor, s
     d, dv = q.shape[-1], v.shape[-1]
     raw = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     return [
-        (torch.softmax(raw, -1) @ v, f"the scores are not scaled: divide by sqrt(d_k) = sqrt({d})"),
-        (torch.softmax(raw / d, -1) @ v, f"you divided by d_k = {d}; divide by sqrt(d_k)"),
+        *scale_mistakes(lambda c: torch.softmax(raw * c, -1) @ v, "d_k", d),
         (
             torch.softmax(raw / math.sqrt(dv), -1) @ v,
             f"you divided by sqrt(d_v) = sqrt({dv}), "
@@ -348,7 +316,7 @@ def _attention_mistakes(q: Tensor, k: Tensor, v: Tensor) -> list[tuple[Tensor, s
     ]
 
 
-@_checker("your function matches A.scaled_dot_product_attention and torch's own on 2-D and 4-D.")
+@checker("your function matches A.scaled_dot_product_attention and torch's own on 2-D and 4-D.")
 def check_attention(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     """Check fn(query (..., Tq, D), key (..., Tk, D), value (..., Tk, Dv)) -> (..., Tq, Dv)."""
     g = torch.Generator().manual_seed(6)
@@ -363,9 +331,9 @@ def check_attention(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
                 "; it must work for (B, H, T, D) too: use key.transpose(-2, -1) rather "
                 "than key.T, and softmax(dim=-1)"
             )
-        got = _call(fn, q, k, v, hint=hint)
-        what = f"output for query {_shape(q)}, key {_shape(k)}, value {_shape(v)}"
-        _compare(what, got, want, _attention_mistakes(q, k, v))
+        got = call(fn, q, k, v, hint=hint)
+        what = f"output for query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
+        compare(got, want, _attention_mistakes(q, k, v), what=what)
 
 
 SHAPE_CASES = [
@@ -384,69 +352,87 @@ def _true_shapes(qs: tuple[int, ...], ks: tuple[int, ...], vs: tuple[int, ...]) 
         r = scaled_dot_product_attention(torch.zeros(qs), torch.zeros(ks), torch.zeros(vs))
     except ValueError:
         return None
-    return _shape(r.scores), _shape(r.output)
+    return tuple(r.scores.shape), tuple(r.output.shape)
 
 
-def _as_shape(x: Any) -> tuple[int, ...] | None:
+def _as_shape(x: Any) -> Tensor | None:
+    """A shape as a 1-d tensor, so the kit can compare it with the known wrong shapes."""
     try:
-        return tuple(int(s) for s in x)
+        return torch.tensor([int(s) for s in x])
     except (TypeError, ValueError):
         return None
 
 
-@_checker("output length follows the queries, output width follows the values.")
+def _expect_refusal(fn: Callable[..., Any], shapes: tuple, got: Any, error: Any) -> None:
+    """Shapes attention cannot take: fn must raise ValueError."""
+    (qs, ks, vs), label = shapes, f"{name_of(fn)}{shapes}"
+    if isinstance(error, ValueError):
+        return
+    if error is not None:
+        raise Wrong(f"{label} raised {type(error).__name__}; raise ValueError")
+    if qs[-1] != ks[-1]:
+        raise Wrong(
+            f"{label} returned {got}, but query width {qs[-1]} and key width "
+            f"{ks[-1]} differ, so q . k is undefined: raise ValueError"
+        )
+    raise Wrong(
+        f"{label} returned {got}, but key has {ks[-2]} positions and value "
+        f"{vs[-2]}: each key needs exactly one value, raise ValueError"
+    )
+
+
+@checker("output length follows the queries, output width follows the values.")
 def check_attention_shapes(fn: Callable[..., Any]) -> None:
     """Check fn(q_shape, k_shape, v_shape) -> (scores_shape, output_shape), or ValueError."""
     for qs, ks, vs in SHAPE_CASES:
-        call = f"{_name(fn)}{(qs, ks, vs)}"
-        want = _true_shapes(qs, ks, vs)
+        label, want = f"{name_of(fn)}{(qs, ks, vs)}", _true_shapes(qs, ks, vs)
+        got, error = attempt(fn, qs, ks, vs)
         if want is None:
-            try:
-                got = fn(qs, ks, vs)
-            except NotImplementedError:
-                raise _NotAttempted(_name(fn)) from None
-            except ValueError:
-                continue
-            except Exception as exc:  # noqa: BLE001
-                raise _Wrong(f"{call} raised {type(exc).__name__}; raise ValueError") from None
-            if qs[-1] != ks[-1]:
-                raise _Wrong(
-                    f"{call} returned {got}, but query width {qs[-1]} and key width "
-                    f"{ks[-1]} differ, so q . k is undefined: raise ValueError"
+            _expect_refusal(fn, (qs, ks, vs), got, error)
+            continue
+        *lead, tq, d = qs
+        tk, dv = ks[-2], vs[-1]
+        if isinstance(error, ValueError) and tq != tk:
+            _, again = attempt(fn, (*lead, tk, d), ks, vs)  # the same, with Tq = Tk
+            if again is None:
+                raise Wrong(
+                    f"{label} raised ValueError, but queries and keys may have different "
+                    f"lengths (Tq = {tq}, Tk = {tk}), as in cross-attention, where the decoder's "
+                    "queries read the encoder's keys: the scores are (..., Tq, Tk). Only q and k "
+                    "must share a width, and k and v a length"
                 )
-            raise _Wrong(
-                f"{call} returned {got}, but key has {ks[-2]} positions and value "
-                f"{vs[-2]}: each key needs exactly one value, raise ValueError"
-            )
-        got = _call(fn, qs, ks, vs)
+        if error is not None:
+            raise Wrong(f"{raised(fn, error)}, but these shapes are valid: expected {want}")
         if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise _Wrong(f"{call} returned {got!r}; return a pair (scores_shape, output_shape)")
+            raise Wrong(f"{label} returned {got!r}; return a pair (scores_shape, output_shape)")
         scores, output = (_as_shape(s) for s in got)
         if scores is None or output is None:
-            raise _Wrong(
-                f"{call} returned {got!r}; return a pair of shapes (scores_shape, output_shape)"
+            raise Wrong(
+                f"{label} returned {got!r}; return a pair of shapes (scores_shape, output_shape)"
             )
-        want_scores, want_output = want
-        lead, tq, tk, dv = qs[:-2], qs[-2], ks[-2], vs[-1]
-        if scores != want_scores:
-            if scores == (*lead, tk, tq):
-                raise _Wrong(
-                    f"{call}: scores are (..., Tq, Tk) = {want_scores}, one row per "
-                    f"query; you gave {scores}"
-                )
-            raise _Wrong(f"{call}: scores shape: expected {want_scores}, got {scores}")
-        if output != want_output:
-            if output is not None and len(output) == len(qs) and output[-2] == tk != tq:
-                raise _Wrong(
-                    f"{call}: the output has one row per query (Tq = {tq}), not per "
-                    f"key (Tk = {tk}): expected {want_output}, got {output}"
-                )
-            if output is not None and len(output) == len(qs) and output[-1] == qs[-1] != dv:
-                raise _Wrong(
-                    f"{call}: the output width follows the values (Dv = {dv}), not "
-                    f"the queries (D = {qs[-1]}): expected {want_output}, got {output}"
-                )
-            raise _Wrong(f"{call}: output shape: expected {want_output}, got {output}")
+        (want_scores, want_output), shown = want, [tuple(x.tolist()) for x in (scores, output)]
+        if not close(scores, torch.tensor(want_scores)):
+            transposed = (
+                f"{label}: scores are (..., Tq, Tk) = {want_scores}, one row per query; "
+                f"you gave {shown[0]}"
+            )
+            name_mistake(scores, [(torch.tensor((*lead, tk, tq)), transposed)])
+            raise Wrong(f"{label}: scores shape: expected {want_scores}, got {shown[0]}")
+        if not close(output, torch.tensor(want_output)):
+            mistakes = [
+                (
+                    torch.tensor((*lead, tk, dv)),
+                    f"{label}: the output has one row per query (Tq = {tq}), not per "
+                    f"key (Tk = {tk}): expected {want_output}, got {shown[1]}",
+                ),
+                (
+                    torch.tensor((*lead, tq, d)),
+                    f"{label}: the output width follows the values (Dv = {dv}), not "
+                    f"the queries (D = {d}): expected {want_output}, got {shown[1]}",
+                ),
+            ]
+            name_mistake(output, mistakes)
+            raise Wrong(f"{label}: output shape: expected {want_output}, got {shown[1]}")
 
 
 # --- lesson 5: why divide by sqrt(d_k) --------------------------------------------------------
@@ -454,48 +440,49 @@ def check_attention_shapes(fn: Callable[..., Any]) -> None:
 VARIANCE_CASES = [(64, 1.0, 1.0), (16, 2.0, 0.5), (10, 3.0, 1.0), (1, 0.5, 0.5), (8, 1.0, 2.0)]
 
 
-@_checker("var(q.k) = d_k for unit entries, so its spread is sqrt(d_k): hence the division.")
+@checker("var(q.k) = d_k for unit entries, so its spread is sqrt(d_k): hence the division.")
 def check_dot_product_variance(fn: Callable[[int, float, float], float]) -> None:
     """Check fn(d_k, std_q, std_k) -> var(q . k) for independent zero-mean entries."""
-    formulas = {
-        "right": lambda d, a, b: d * a**2 * b**2,
-        "you returned the standard deviation; the variance is its square: d_k * std_q**2 * "
-        "std_k**2": lambda d, a, b: math.sqrt(d) * a * b,
-        "the stds must be squared: var(q_i k_i) = var(q_i) var(k_i) = std_q**2 std_k**2": (
-            lambda d, a, b: d * a * b
-        ),
-        "the spread of the entries matters too: each term q_i k_i has variance std_q**2 * "
-        "std_k**2": lambda d, a, b: float(d),
-        "variances of a product multiply, they do not add: d_k * std_q**2 * std_k**2": (
-            lambda d, a, b: d * (a**2 + b**2)
-        ),
-    }
     answers = []
     for d, a, b in VARIANCE_CASES:
-        got = _call(fn, d, a, b)
+        got = call(fn, d, a, b)
         try:
             answers.append(float(got))
         except (TypeError, ValueError):
-            raise _Wrong(f"{_name(fn)}({d}, {a}, {b}) returned {got!r}; return a number") from None
+            raise Wrong(f"{name_of(fn)}({d}, {a}, {b}) returned {got!r}; return a number") from None
 
-    def matches(formula: Callable[[int, float, float], float]) -> bool:
-        return all(
-            math.isclose(x, formula(*case), rel_tol=1e-6)
-            for x, case in zip(answers, VARIANCE_CASES, strict=True)
-        )
+    def table(formula: Callable[[int, float, float], float]) -> Tensor:  # one value per case
+        return torch.tensor([formula(*case) for case in VARIANCE_CASES], dtype=torch.float64)
 
-    if matches(formulas.pop("right")):
+    got, want = torch.tensor(answers, dtype=torch.float64), table(lambda d, a, b: d * a**2 * b**2)
+    mistakes = [
+        (
+            table(lambda d, a, b: math.sqrt(d) * a * b),
+            "you returned the standard deviation; the variance is its square: "
+            "d_k * std_q**2 * std_k**2",
+        ),
+        (
+            table(lambda d, a, b: d * a * b),
+            "the stds must be squared: var(q_i k_i) = var(q_i) var(k_i) = std_q**2 std_k**2",
+        ),
+        (
+            table(lambda d, a, b: float(d)),
+            "the spread of the entries matters too: each term q_i k_i has variance "
+            "std_q**2 * std_k**2",
+        ),
+        (
+            table(lambda d, a, b: d * (a**2 + b**2)),
+            "variances of a product multiply, they do not add: d_k * std_q**2 * std_k**2",
+        ),
+    ]
+    if close(got, want, atol=0.0, rtol=1e-6):
         return
-    for message, formula in formulas.items():
-        if matches(formula):
-            raise _Wrong(message)
-    for x, (d, a, b) in zip(answers, VARIANCE_CASES, strict=True):
-        want = d * a**2 * b**2
-        if not math.isclose(x, want, rel_tol=1e-6):
-            raise _Wrong(f"{_name(fn)}({d}, {a}, {b}): expected {want:g}, got {x:g}")
+    name_mistake(got, mistakes, atol=0.0, rtol=1e-6)
+    i = int((~torch.isclose(got, want, atol=0.0, rtol=1e-6)).nonzero()[0])
+    raise Wrong(f"{name_of(fn)}{VARIANCE_CASES[i]}: expected {want[i]:g}, got {got[i]:g}")
 
 
-@_checker("when p is nearly one-hot, diag(p) - p p^T is nearly 0: the gradient vanishes.")
+@checker("when p is nearly one-hot, diag(p) - p p^T is nearly 0: the gradient vanishes.")
 def check_softmax_jacobian(fn: Callable[[Tensor], Tensor]) -> None:
     """Check fn(p (K,)) -> J (K, K) with J[i, j] = d softmax_i / d score_j = p_i (1[i=j] - p_j)."""
     g = torch.Generator().manual_seed(7)
@@ -509,6 +496,5 @@ def check_softmax_jacobian(fn: Callable[[Tensor], Tensor]) -> None:
             (outer - torch.diag(p), "the sign is flipped: J = diag(p) - p p^T"),
             (torch.diag(p * (1 - p)), "off-diagonal entries are -p_i p_j, not 0"),
         ]
-        _compare(
-            f"Jacobian at p = {[round(x, 3) for x in p.tolist()]}", _call(fn, p), want, mistakes
-        )
+        what = f"Jacobian at p = {[round(x, 3) for x in p.tolist()]}"
+        compare(call(fn, p), want, mistakes, what=what)

@@ -1,6 +1,7 @@
 """Reference solutions to the exercises of lessons 1-5 (checked by attention.exercises.basics).
 
-Each lesson shows the same code in a hidden cell tagged `solution`; a test keeps the two equal.
+Each lesson shows the same code in a hidden cell tagged `solution`;
+tests/test_solution_copies.py keeps the two equal.
 """
 
 import math

@@ -1,6 +1,7 @@
 """Reference solutions to the exercises of lesson 11 (checked by attention.exercises.training).
 
-The lesson shows the same code in hidden cells tagged `solution`; a test keeps the two equal.
+The lesson shows the same code in hidden cells tagged `solution`;
+tests/test_solution_copies.py keeps the two equal.
 """
 
 import torch
