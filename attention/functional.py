@@ -4,6 +4,8 @@ scores  = q @ k.T * scale                 scale = 1 / sqrt(D) unless given
 scores  = -inf where the mask is False    (masking happens before softmax)
 weights = softmax(scores) over keys       each row sums to 1, or is all 0
 output  = weights @ v
+Grouped-query attention (GQA, MQA when Hkv = 1): H query heads share Hkv key/value heads,
+query head h reads key/value head h // (H / Hkv), the same as repeating each kv head H / Hkv times.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._checks import check_mask, check_tensor, shape_str
+from ._checks import check_mask, check_positive_int, check_tensor, divisors, shape_str
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,65 @@ def _softmax_or_zero(scores: Tensor, empty: Tensor, dim: int = -1) -> Tensor:
     return torch.softmax(scores.masked_fill(empty, 0.0), dim=dim).masked_fill(empty, 0.0)
 
 
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """(B, Hkv, T, D) -> (B, Hkv * n_rep, T, D): each key/value head serves n_rep query heads.
+
+    Head h of the result is head h // n_rep of x, as x.repeat_interleave(n_rep, dim=1) gives.
+    """
+    check_tensor("x", x, ndims=(4,), finite=False)
+    check_positive_int("n_rep", n_rep)
+    b, hkv, t, d = x.shape
+    return x[:, :, None].expand(b, hkv, n_rep, t, d).reshape(b, hkv * n_rep, t, d)  # (B, H, T, D)
+
+
+def check_attention_inputs(
+    query: Tensor, key: Tensor, value: Tensor, scale: float | None
+) -> tuple[int, float]:
+    """Check q, k, v as scaled_dot_product_attention takes them -> (n_rep, scale).
+
+    n_rep = H / Hkv query heads per key/value head (1 unless 4-D key/value have fewer heads).
+    """
+    check_tensor("query", query, ndims=(2, 3, 4))
+    check_tensor("key", key, ndims=(query.dim(),))
+    check_tensor("value", value, ndims=(query.dim(),))
+    *lead, _, d = query.shape
+    if key.shape[-1] != d:
+        raise ValueError(
+            f"key: last dim must equal query's width D={d}, got key shape {shape_str(key.shape)}"
+        )
+    if value.shape[-2] != key.shape[-2]:
+        raise ValueError(
+            f"value: length must equal key's length Tk={key.shape[-2]}, got value shape "
+            f"{shape_str(value.shape)}"
+        )
+    for name, x in (("key", key), ("value", value)):
+        grouped = x.dim() == 4 and x.shape[0] == lead[0]  # (B, Hkv, Tk, D): maybe fewer heads
+        if tuple(x.shape[:-2]) != tuple(lead) and not grouped:
+            raise ValueError(
+                f"{name}: leading dims {shape_str(x.shape[:-2])} must equal query's "
+                f"{shape_str(lead)}"
+            )
+    if value.shape[:-2] != key.shape[:-2]:
+        raise ValueError(
+            f"value: leading dims {shape_str(value.shape[:-2])} must equal key's "
+            f"{shape_str(key.shape[:-2])}"
+        )
+    n_rep = 1
+    if query.dim() == 4 and key.shape[1] != query.shape[1]:
+        h, hkv = query.shape[1], key.shape[1]
+        if h % hkv:
+            raise ValueError(
+                f"key: {hkv} heads do not divide query's {h} heads; grouped-query attention "
+                f"needs H divisible by Hkv, choose Hkv from {divisors(h)}"
+            )
+        n_rep = h // hkv
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    elif not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale: expected a positive finite number, got {scale}")
+    return n_rep, scale
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -60,43 +121,27 @@ def scaled_dot_product_attention(
     Args:
         query: (Tq, D), (B, Tq, D) or (B, H, Tq, D).
         key: same rank as query, (..., Tk, D); Tk may differ from Tq (cross-attention).
+            4-D key/value may have fewer heads Hkv dividing H (grouped-query attention; Hkv = 1
+            is multi-query): query head h reads key/value head h // (H / Hkv), see repeat_kv.
         value: (..., Tk, Dv); Dv may differ from D.
         mask: bool, True = may attend, broadcastable to (..., Tq, Tk). None attends everywhere.
         scale: multiplies q @ k.T; None means 1 / sqrt(D).
 
     Returns:
-        AttentionResult with scores, weights, output and the fully-masked rows.
+        AttentionResult with scores, weights, output and the fully-masked rows, all with the
+        query's heads: weights (B, H, Tq, Tk) also under grouped-query attention.
 
     Raises:
         TypeError: a non-tensor, non-floating input, or a non-bool mask.
-        ValueError: ranks or widths or lengths that do not match, an empty sequence,
-            non-finite inputs, or a mask that does not broadcast.
+        ValueError: ranks or widths or lengths that do not match, key/value heads that do not
+            divide the query's, an empty sequence, non-finite inputs, or a mask that does not
+            broadcast.
     """
-    check_tensor("query", query, ndims=(2, 3, 4))
-    check_tensor("key", key, ndims=(query.dim(),))
-    check_tensor("value", value, ndims=(query.dim(),))
-    *lead, tq, d = query.shape
-    tk = key.shape[-2]
-    if key.shape[-1] != d:
-        raise ValueError(
-            f"key: last dim must equal query's width D={d}, got key shape {shape_str(key.shape)}"
-        )
-    if value.shape[-2] != tk:
-        raise ValueError(
-            f"value: length must equal key's length Tk={tk}, got value shape "
-            f"{shape_str(value.shape)}"
-        )
-    for name, x in (("key", key), ("value", value)):
-        if tuple(x.shape[:-2]) != tuple(lead):
-            raise ValueError(
-                f"{name}: leading dims {shape_str(x.shape[:-2])} must equal query's "
-                f"{shape_str(lead)}"
-            )
-    if scale is None:
-        scale = 1.0 / math.sqrt(d)
-    elif not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale: expected a positive finite number, got {scale}")
-    target = (*lead, tq, tk)
+    n_rep, scale = check_attention_inputs(query, key, value, scale)
+    if n_rep > 1:
+        key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)  # (B, H, Tk, D)
+    *lead, tq, _ = query.shape
+    target = (*lead, tq, key.shape[-2])
 
     scores = query @ key.transpose(-2, -1) * scale  # (..., Tq, Tk)
     if mask is None:

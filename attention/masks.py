@@ -1,6 +1,7 @@
 """Masks and the conversions between the conventions a learner meets.
 
 Ours (and torch.nn.functional.scaled_dot_product_attention's): bool, True = may attend.
+Masks built here: causal (look-ahead), sliding window (+ sinks) and key padding.
 Others: nn.MultiheadAttention's key_padding_mask (bool, True = ignore), an additive float mask
 (0 where allowed, -inf where not) and d2l's valid_lens (how many leading keys are real).
 """
@@ -24,6 +25,26 @@ def causal_mask(tq: int, tk: int | None = None, *, offset: int = 0, device=None)
     i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
     j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
     return j <= i + offset  # (Tq, Tk)
+
+
+def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=None) -> Tensor:
+    """Causal local mask: query i sees the last `window` keys, itself included, plus the sinks.
+
+    mask[i, j] = j <= i and (i - window < j or j < sinks)
+    so window=1 sees only itself, window >= seq_len equals causal_mask(seq_len), and the first
+    `sinks` keys (attention sinks, as in StreamingLLM) stay visible to every later query.
+    Each row has at most window + sinks True entries: the cost is O(T * W), not O(T^2).
+    Returns a (T, T) bool tensor, True = may attend.
+    """
+    check_positive_int("seq_len", seq_len)
+    check_positive_int("window", window)
+    if isinstance(sinks, bool) or not isinstance(sinks, int):
+        raise TypeError(f"sinks: expected an int, got {type(sinks).__name__}")
+    if sinks < 0:
+        raise ValueError(f"sinks: expected an int >= 0, got {sinks}")
+    i = torch.arange(seq_len, device=device)[:, None]  # (T, 1)
+    j = torch.arange(seq_len, device=device)[None, :]  # (1, T)
+    return (j <= i) & ((j > i - window) | (j < sinks))  # (T, T)
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:

@@ -4,6 +4,8 @@ q, k, v = X W_q, X W_k, X W_v                       (B, T, M) each
 split:    (B, T, M) -> (B, T, H, D) -> (B, H, T, D)   D = M / H
 per head: softmax(q k^T / sqrt(D)) v                (B, H, Tq, D)
 merge:    (B, H, Tq, D) -> (B, Tq, H*D); output = merged W_o
+With n_kv_heads = Hkv < H (grouped-query attention) W_k, W_v project to Hkv * D only: each
+key/value head serves H / Hkv query heads and the key/value cache shrinks by the same factor.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ class MultiHeadResult:
     """Every intermediate of one multi-head attention call."""
 
     q: Tensor  # (B, H, Tq, D)
-    k: Tensor  # (B, H, Tk, D) including any cached keys
-    v: Tensor  # (B, H, Tk, D)
+    k: Tensor  # (B, Hkv, Tk, D) including any cached keys; Hkv = H unless grouped
+    v: Tensor  # (B, Hkv, Tk, D)
     scores: Tensor  # (B, H, Tq, Tk) scaled; masked entries are -inf
     weights: Tensor  # (B, H, Tq, Tk)
     fully_masked: Tensor  # (B, H, Tq) bool
@@ -53,6 +55,8 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: model width M (queries' width and the output width).
         n_heads: number of heads H; must divide d_model (D = M / H per head).
+        n_kv_heads: key/value heads Hkv (default H); must divide H. Hkv < H is grouped-query
+            attention, Hkv = 1 multi-query attention.
         bias: add biases to the four projections.
         kdim, vdim: widths of key and value inputs for cross-attention (default d_model).
     """
@@ -61,6 +65,7 @@ class MultiHeadAttention(nn.Module):
         self,
         d_model: int,
         n_heads: int,
+        n_kv_heads: int | None = None,
         *,
         bias: bool = True,
         kdim: int | None = None,
@@ -70,11 +75,19 @@ class MultiHeadAttention(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         check_divisible("d_model", d_model, n_heads)
+        n_kv_heads = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
+        if n_heads % n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}; "
+                f"choose n_kv_heads from {divisors(n_heads)}"
+            )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads = n_kv_heads
         self.kdim, self.vdim = kdim or d_model, vdim or d_model
+        kv_width = n_kv_heads * self.d_head
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(self.kdim, d_model, bias=bias)
-        self.v_proj = nn.Linear(self.vdim, d_model, bias=bias)
+        self.k_proj = nn.Linear(self.kdim, kv_width, bias=bias)
+        self.v_proj = nn.Linear(self.vdim, kv_width, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
@@ -90,7 +103,7 @@ class MultiHeadAttention(nn.Module):
 
         key=None means self-attention (key = value = query). `mask` (True = may attend)
         broadcasts to (B, Tq, Tk) and is shared by all heads, or is 4-D (B, H, Tq, Tk).
-        `past_kv` holds the projected (k, v) of earlier decoding steps, each (B, H, Tpast, D);
+        `past_kv` holds the projected (k, v) of earlier decoding steps, each (B, Hkv, Tpast, D);
         the new keys and values are appended to them (a key/value cache). To reuse keys and
         values that need no new projection at all, call `attend(q, k, v, mask)`.
         """
@@ -117,15 +130,22 @@ class MultiHeadAttention(nn.Module):
                 f"value: length {value.shape[1]} differs from key's length {key.shape[1]}"
             )
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, D)
-        k = split_heads(self.k_proj(key), self.n_heads)  # (B, H, Tk, D)
-        v = split_heads(self.v_proj(value), self.n_heads)  # (B, H, Tk, D)
+        k = split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, Tk, D)
+        v = split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, Tk, D)
         if past_kv is not None:
-            k = torch.cat([past_kv[0], k], dim=2)  # (B, H, Tpast + Tk, D)
+            for name, past in zip("kv", past_kv, strict=True):
+                if past.dim() != 4 or past.shape[:2] != k.shape[:2] or past.shape[3] != k.shape[3]:
+                    b, hkv, _, d = k.shape
+                    raise ValueError(
+                        f"past_kv: cached {name} must be (B, Hkv, Tpast, D) = ({b}, {hkv}, "
+                        f"Tpast, {d}), got {shape_str(past.shape)}"
+                    )
+            k = torch.cat([past_kv[0], k], dim=2)  # (B, Hkv, Tpast + Tk, D)
             v = torch.cat([past_kv[1], v], dim=2)
         return self.attend(q, k, v, mask)
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> MultiHeadResult:
-        """Per-head attention over already-projected q, k, v (B, H, T, D), then merge + project."""
+        """Attend per head over projected q (B, H, Tq, D), k, v (B, Hkv, Tk, D); merge; project."""
         if mask is not None and mask.dim() < 4:
             mask = mask.unsqueeze(-3)  # (B, 1, Tq, Tk): one mask for all heads
         att = scaled_dot_product_attention(q, k, v, mask)
@@ -147,6 +167,11 @@ class MultiHeadAttention(nn.Module):
         """Copy the weights of a torch.nn.MultiheadAttention with the same sizes into this one."""
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"mha: expected nn.MultiheadAttention, got {type(mha).__name__}")
+        if self.n_kv_heads != self.n_heads:
+            raise ValueError(
+                f"mha: nn.MultiheadAttention has no grouped key/value heads; loading needs "
+                f"n_kv_heads == n_heads, got n_kv_heads={self.n_kv_heads}, n_heads={self.n_heads}"
+            )
         if (mha.embed_dim, mha.num_heads, mha.kdim, mha.vdim) != (
             self.d_model,
             self.n_heads,

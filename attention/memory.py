@@ -1,0 +1,145 @@
+"""Bytes that attention keeps and moves: the key/value cache, and naive vs flash traffic.
+
+KV cache: when decoding, each layer keeps one key and one value vector per kv head per token:
+    bytes = 2 x n_layers x n_kv_heads x d_head x seq_len x batch x bytes_per_value
+Grouped-query attention divides it by H / Hkv. `cache_bytes` measures what a real cache holds.
+
+Traffic between main memory (HBM) and fast on-chip memory (SRAM) for one (batch, head) slice,
+under flash.py's memory model:
+    naive: read q, k; write S; read S, write P; read P, v; write O    (Tq, Tk) S and P stored
+    flash: read q once, k and v once per query tile; write O and lse  only (Tq,) lse stored
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ._checks import check_positive_int
+
+
+def _value_bytes(dtype: torch.dtype | None, bytes_per_value: float | None) -> float:
+    if dtype is not None and bytes_per_value is not None:
+        raise ValueError("dtype and bytes_per_value: give one, not both")
+    if bytes_per_value is not None:
+        ok = isinstance(bytes_per_value, (int, float)) and not isinstance(bytes_per_value, bool)
+        if not ok or not 0 < bytes_per_value < math.inf:
+            raise ValueError(
+                f"bytes_per_value: expected a positive number (0.5 for 4-bit), "
+                f"got {bytes_per_value}"
+            )
+        return bytes_per_value
+    dtype = torch.float32 if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype: expected a torch.dtype such as torch.float16, got {dtype!r}")
+    return dtype.itemsize
+
+
+def _whole(n: float) -> int | float:
+    return int(n) if float(n).is_integer() else n
+
+
+def kv_cache_bytes(
+    *,
+    n_layers: int,
+    n_kv_heads: int,
+    d_head: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> int | float:
+    """Bytes of a decoder's key/value cache after seq_len tokens.
+
+    2 (a key and a value) x n_layers x n_kv_heads x d_head x seq_len x batch x bytes_per_value.
+    Give dtype (default torch.float32) or bytes_per_value (e.g. 0.5 for 4-bit values), not both.
+    """
+    sizes = dict(n_layers=n_layers, n_kv_heads=n_kv_heads, d_head=d_head, seq_len=seq_len)
+    for name, value in (*sizes.items(), ("batch", batch)):
+        check_positive_int(name, value)
+    per_value = _value_bytes(dtype, bytes_per_value)
+    return _whole(2 * n_layers * n_kv_heads * d_head * seq_len * batch * per_value)
+
+
+def cache_bytes(cache: object) -> int:
+    """Bytes a real cache holds: the sum of t.element_size() * t.numel() over its tensors.
+
+    cache: a tensor, or tuples / lists / dicts of them nested in any way (a (k, v) past_kv
+    pair, a DecoderResult.cache). Entries that are not tensors (None, ints) count 0.
+    """
+    if isinstance(cache, Tensor):
+        return cache.element_size() * cache.numel()
+    if isinstance(cache, dict):
+        return sum(cache_bytes(v) for v in cache.values())
+    if isinstance(cache, (tuple, list)):
+        return sum(cache_bytes(v) for v in cache)
+    return 0
+
+
+@dataclass(frozen=True)
+class MemoryTraffic:
+    """Bytes one attention call moves for one (batch, head) slice, and what it stores."""
+
+    bytes_read: int | float  # main memory (HBM) -> on-chip memory (SRAM)
+    bytes_written: int | float  # SRAM -> HBM
+    extra_bytes: int | float  # kept in HBM besides q, k, v and the output: S and P, or lse
+
+
+def _sizes(tq: int, tk: int, d: int, dv: int | None) -> int:
+    for name, value in (("tq", tq), ("tk", tk), ("d", d)):
+        check_positive_int(name, value)
+    return d if dv is None else check_positive_int("dv", dv)
+
+
+def naive_attention_traffic(
+    tq: int,
+    tk: int,
+    d: int,
+    dv: int | None = None,
+    *,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> MemoryTraffic:
+    """Traffic of attention that stores S = q @ k.T and P = softmax(S) in main memory.
+
+    reads  = (Tq*D + Tk*D + Tq*Tk + Tq*Tk + Tk*Dv) x bytes   q, k; S; P, v
+    writes = (Tq*Tk + Tq*Tk + Tq*Dv) x bytes                 S; P; O
+    extra  = 2 * Tq * Tk x bytes: grows as T^2
+    """
+    dv = _sizes(tq, tk, d, dv)
+    b = _value_bytes(dtype, bytes_per_value)
+    return MemoryTraffic(
+        bytes_read=_whole((tq * d + tk * d + 2 * tq * tk + tk * dv) * b),
+        bytes_written=_whole((2 * tq * tk + tq * dv) * b),
+        extra_bytes=_whole(2 * tq * tk * b),
+    )
+
+
+def flash_attention_traffic(
+    tq: int,
+    tk: int,
+    d: int,
+    dv: int | None = None,
+    *,
+    block_size: int | tuple[int, int] = 128,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> MemoryTraffic:
+    """Traffic of flash_attention without a mask tensor or causal skipping (= its steps' sum).
+
+    reads  = (Tq*D + n_q_tiles * Tk * (D + Dv)) x bytes    n_q_tiles = ceil(Tq / block_q)
+    writes = (Tq*Dv + Tq) x bytes                            the output and one lse per row
+    extra  = Tq x bytes: grows as T
+    """
+    dv = _sizes(tq, tk, d, dv)
+    block_q = block_size[0] if isinstance(block_size, tuple) else block_size
+    n_q_tiles = math.ceil(tq / check_positive_int("block_size", block_q))
+    b = _value_bytes(dtype, bytes_per_value)
+    return MemoryTraffic(
+        bytes_read=_whole((tq * d + n_q_tiles * tk * (d + dv)) * b),
+        bytes_written=_whole((tq * dv + tq) * b),
+        extra_bytes=_whole(tq * b),
+    )
