@@ -17,16 +17,16 @@ LONG_SENTENCE = " ".join(f"w{i}" for i in range(64))
 # (what, factory at the largest setting, control to move, values it alternates between)
 CASES = [
     (
-        "AttentionExplorer  Tq=Tk=64, d_k=256, 8 heads, cross, causal",
+        "AttentionExplorer  Tq=Tk=64, d_k=32, 8 heads, cross, causal",
         lambda: widgets.AttentionExplorer(
-            seq_len=64, d_k=256, n_heads=8, cross=True, key_len=64, mask="causal"
+            seq_len=64, d_k=32, n_heads=8, cross=True, key_len=64, mask="causal"
         ),
         "seed",
         (1, 2),
     ),
     (
-        "AttentionExplorer  Tq=Tk=64, d_k=256, 256 heads of width 1",
-        lambda: widgets.AttentionExplorer(seq_len=64, d_k=256, n_heads=256),
+        "AttentionExplorer  Tq=Tk=64, 256 heads of width d_k=1",
+        lambda: widgets.AttentionExplorer(seq_len=64, d_k=1, n_heads=256),
         "seed",
         (1, 2),
     ),

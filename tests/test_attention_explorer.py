@@ -12,7 +12,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention import divisors
 from attention.explore import (
     MAX_LEN,
     MAX_WIDTH,
@@ -26,6 +25,7 @@ from widgets.explorers.attention import (
     OUTPUT_CELL,
     OUTPUT_WIDTH_MAX,
     AttentionExplorer,
+    head_counts,
     head_window,
     output_cell_size,
 )
@@ -56,7 +56,7 @@ def test_matches_torch_sdpa(params):
 
 
 def test_stages_are_consistent():
-    p = AttentionParams(seq_len=6, d_k=16, n_heads=4, mask="causal", temperature=2.0)
+    p = AttentionParams(seq_len=6, d_k=4, n_heads=4, mask="causal", temperature=2.0)
     r = explore_attention(p)
     assert r.scale == pytest.approx(1 / math.sqrt(4) / 2.0)
     torch.testing.assert_close(r.raw_scores, r.q @ r.k.transpose(-2, -1))
@@ -67,8 +67,19 @@ def test_stages_are_consistent():
     torch.testing.assert_close(r.weights.sum(-1), torch.ones(4, 6))
     # the heads are concatenated along the width, head 0 first
     torch.testing.assert_close(r.output[:, :4], r.heads[0])
-    assert r.shapes["q (B, H, Tq, D)"] == (1, 4, 6, 4)
-    assert r.shapes["output (B, Tq, M)"] == (1, 6, 16)
+    assert r.shapes["q (B, H, Tq, d_k)"] == (1, 4, 6, 4)
+    assert r.shapes["output (B, Tq, d_model)"] == (1, 6, 16)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4])
+def test_d_k_is_the_width_of_each_head(n_heads):
+    # the same meaning as ScalingExplorer's d_k: the width of the vectors whose dot product
+    # is scaled; the model width grows with the heads
+    p = AttentionParams(seq_len=6, d_k=16, n_heads=n_heads)
+    r = explore_attention(p)
+    assert r.q.shape == r.k.shape == (n_heads, 6, 16)
+    assert r.scale == pytest.approx(1 / math.sqrt(16))
+    assert p.d_model == 16 * n_heads and r.output.shape == (6, 16 * n_heads)
 
 
 def test_readouts_of_the_inspected_row():
@@ -111,7 +122,10 @@ def test_numbers_stay_put_when_a_token_is_added():
     [
         ({"seq_len": 0}, r"seq_len: expected an int in \[1, 64\], got 0"),
         ({"d_k": 257}, r"d_k: expected an int in \[1, 256\]"),
-        ({"d_k": 16, "n_heads": 3}, r"d_k=16 is not divisible by n_heads=3; choose n_heads from"),
+        (
+            {"d_k": 100, "n_heads": 3},
+            r"d_model = n_heads \* d_k = 3 \* 100 = 300 exceeds 256; choose n_heads <= 2",
+        ),
         ({"mask": "diagonal"}, "mask: expected one of"),
         ({"pad_len": 7}, r"pad_len: expected an int in \[0, 6\]"),
         ({"temperature": 0.0}, r"temperature: expected a value in \[0.1, 10.0\]"),
@@ -173,8 +187,8 @@ def test_constructible_with_no_arguments_and_displayable():
 
 
 def test_settings_are_validated():
-    with pytest.raises(ValueError, match="not divisible by n_heads=3"):
-        AttentionExplorer(n_heads=3)
+    with pytest.raises(ValueError, match="exceeds 256; choose n_heads <= 2"):
+        AttentionExplorer(d_k=128, n_heads=3)
 
 
 def test_controls_drive_the_panels():
@@ -192,17 +206,19 @@ def test_controls_drive_the_panels():
     )
     assert_view_matches(ex)
     assert ex.panels["weights"].show_numbers
-    assert "0.7071" in ex.readout.value or "1/√8 / 2" in ex.readout.value
+    assert "1/√24 / 2" in ex.readout.value
+    assert "3 × 24 = 72" in ex.readout.value  # d_model = H × d_k
 
 
-def test_heads_offered_are_divisors_of_d_k():
+def test_heads_offered_keep_d_model_within_the_limit():
     ex = AttentionExplorer(d_k=12, n_heads=4)
-    ex.d_k.value = 7
-    assert list(ex.n_heads.options) == [1, 7]
-    assert ex.n_heads.value in (1, 7) and ex.params.n_heads == ex.n_heads.value
-    ex.d_k.value = 256
-    assert list(ex.n_heads.options) == divisors(256)
+    ex.d_k.value = 100
+    assert list(ex.n_heads.options) == [1, 2]  # 3 heads of 100 would be 300 > 256 wide
+    assert ex.n_heads.value == 2 and ex.params.n_heads == 2 and ex.params.d_model == 200
+    ex.d_k.value = 1
+    assert list(ex.n_heads.options) == list(range(1, MAX_WIDTH + 1))
     assert ex.head.max == ex.n_heads.value - 1
+    assert head_counts(64) == [1, 2, 3, 4]
 
 
 def test_ranges_follow_sizes():
@@ -283,7 +299,7 @@ def _sweep_settings(rng: random.Random) -> dict:
     return {
         "seq_len": rng.choice([1, 2, MAX_LEN, rng.randint(1, MAX_LEN)]),
         "d_k": d_k,
-        "n_heads": rng.choice(divisors(d_k)),
+        "n_heads": rng.choice(head_counts(d_k)),
         "mask": rng.choice(["none", "causal", "padding", "custom"]),
         "pad_len": rng.randint(0, MAX_LEN),
         "scaled": rng.random() < 0.5,
@@ -302,7 +318,7 @@ def test_sweep_over_controls_matches_pure_function():
     ex = AttentionExplorer()
     corners = [
         {"seq_len": 1, "d_k": 1, "cross": True, "key_len": 1, "mask": "padding", "pad_len": 1},
-        {"seq_len": 64, "d_k": 256, "n_heads": 256, "mask": "causal", "head": 255},
+        {"seq_len": 64, "d_k": 1, "n_heads": 256, "mask": "causal", "head": 255},
         {"seq_len": 64, "d_k": 256, "n_heads": 1, "cross": True, "key_len": 64, "mask": "none"},
         {"seq_len": 2, "d_k": 3, "temperature": 0.1, "scaled": False, "mask": "custom"},
     ]
@@ -350,7 +366,7 @@ def test_many_heads_show_a_window_of_small_multiples():
     assert head_window(0, 256) == (0, 16)
     assert head_window(100, 256) == (92, 108)
     assert head_window(255, 256) == (240, 256)
-    ex = AttentionExplorer(seq_len=4, d_k=64, n_heads=64, head=40)
+    ex = AttentionExplorer(seq_len=4, d_k=4, n_heads=64, head=40)
     hm = ex.panels["per_head"]
     assert hm.values.shape == (16, 4, 4) and hm.panel_titles[0] == "head 32"
     assert hm.title.endswith("32-47 of 64")
@@ -371,9 +387,8 @@ def test_set_options_keeps_or_moves_to_the_nearest():
 
 
 def test_output_panel_is_drawn_about_as_large_as_the_weights():
-    # the gallery's explorer: (Tq, M) = (6, 16) was fitted into 200 px, 12 px cells beside the
-    # weights' 40 px ones
-    ex = AttentionExplorer(seq_len=6, d_k=16, n_heads=2, mask="causal")
+    # (Tq, d_model) = (6, 16) was once fitted into 200 px, 12 px cells beside the weights' 40 px
+    ex = AttentionExplorer(seq_len=6, d_k=8, n_heads=2, mask="causal")
     weights = auto_cell_size(ex.panels["weights"].panel_size, 6, 6)
     assert ex.panels["output"].cell_size == output_cell_size(6, 6, 16)
     assert ex.panels["output"].cell_size >= 0.75 * weights

@@ -17,7 +17,7 @@ from tests.test_exercises import PAIRS, SOLUTION_MODULES
 
 LESSONS = sorted((Path(__file__).resolve().parents[1] / "lessons").glob("[0-9][0-9]_*.ipynb"))
 SOLVES = {solution.__name__: check.__name__ for check, solution in PAIRS}
-EXERCISE = re.compile(r"^(check_\w+)\(my_\w+\)$", re.M)  # the learner's check cell
+EXERCISE = re.compile(r"^(check_\w+)\(my_\w+\);?$", re.M)  # the learner's check cell
 SHOWN = re.compile(r"^# One solution \(also in attention/exercises/(solution_\w+)\.py\)$")
 
 
@@ -70,7 +70,7 @@ def test_each_exercise_has_one_hidden_solution_cell_that_runs_its_checker(path):
         assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:60]
         (name,) = functions(cell.source)  # one solution per cell
         assert name in SOLVES, f"{path.name}: {name} is not a packaged reference solution"
-        last = cell.source.strip().splitlines()[-1]
+        last = cell.source.strip().splitlines()[-1].removesuffix(";")  # ";": no stray True
         assert last == f"{SOLVES[name]}({name})", f"{path.name}: the cell must end by checking it"
         shown[SOLVES[name]] = name
     assert sorted(shown) == sorted(exercises(path)), f"{path.name}: a solution per exercise"

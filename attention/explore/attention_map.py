@@ -13,7 +13,6 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
 from ..multihead import merge_heads, split_heads
 from ._util import MAX_LEN, MAX_WIDTH, check_int
@@ -24,11 +23,15 @@ TEMPERATURE_RANGE = (0.1, 10.0)
 
 @dataclass(frozen=True)
 class AttentionParams:
-    """Settings of AttentionExplorer. Q and K have width d_k, split into n_heads heads."""
+    """Settings of AttentionExplorer. Each of n_heads heads has queries and keys of width d_k.
+
+    d_k is the per-head width D (the width the scores divide by, as in ScalingExplorer); the
+    tokens and the merged output are d_model = n_heads * d_k wide (at most MAX_WIDTH).
+    """
 
     seq_len: int = 6  # Tq, number of queries (and of keys in self-attention)
-    d_k: int = 16  # width of q and k before the split into heads, M
-    n_heads: int = 1  # H, must divide d_k; each head has width D = d_k / H
+    d_k: int = 16  # D, the width of q and k in each head
+    n_heads: int = 1  # H; the model width is d_model = H * d_k
     mask: str = "none"  # one of MASK_KINDS
     pad_len: int = 1  # "padding": the last pad_len keys are padding
     custom_mask: Mask | None = None  # "custom": (Tq, Tk), True = may attend
@@ -44,7 +47,12 @@ class AttentionParams:
         check_int("seq_len", self.seq_len, 1, MAX_LEN)
         check_int("key_len", self.key_len, 1, MAX_LEN)
         check_int("d_k", self.d_k, 1, MAX_WIDTH)
-        check_divisible("d_k", self.d_k, self.n_heads)
+        check_int("n_heads", self.n_heads, 1, MAX_WIDTH)
+        if self.d_model > MAX_WIDTH:
+            raise ValueError(
+                f"d_model = n_heads * d_k = {self.n_heads} * {self.d_k} = {self.d_model} exceeds "
+                f"{MAX_WIDTH}; choose n_heads <= {MAX_WIDTH // self.d_k}"
+            )
         if self.mask not in MASK_KINDS:
             raise ValueError(f"mask: expected one of {MASK_KINDS}, got {self.mask!r}")
         check_int("pad_len", self.pad_len, 0, self.tk)
@@ -65,8 +73,9 @@ class AttentionParams:
         return self.key_len if self.cross else self.seq_len
 
     @property
-    def d_head(self) -> int:
-        return self.d_k // self.n_heads
+    def d_model(self) -> int:
+        """M = H * d_k, the width of the tokens and of the merged output."""
+        return self.n_heads * self.d_k
 
 
 @dataclass(frozen=True)
@@ -96,8 +105,8 @@ class AttentionExploration:
 
 @lru_cache(maxsize=8)
 def _draws(seed: int) -> tuple[Tensor, ...]:
-    # Drawn at the largest sizes and sliced, so adding a token or widening d_k leaves the
-    # existing numbers unchanged: the learner sees only the effect of the control they moved.
+    # Drawn at the largest sizes and sliced, so adding a token (or, with one head, widening
+    # d_k) leaves the existing numbers unchanged: the learner sees the effect of one control.
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(MAX_LEN, MAX_WIDTH, generator=g)  # query-side tokens
     y = torch.randn(MAX_LEN, MAX_WIDTH, generator=g)  # a second sequence for cross-attention
@@ -109,12 +118,12 @@ def explore_attention(params: AttentionParams) -> AttentionExploration:
     """Project random tokens to q, k, v and run the core's scaled dot-product attention.
 
     q = x W_q, k = s W_k, v = s W_v with s = x (self-attention) or a second sequence (cross);
-    entries of x and of sqrt(M) * W are N(0, 1), so q and k entries have variance 1 and q . k
-    has variance D: the reason for dividing by sqrt(D).
-    scores = q @ k.T * scale, scale = (1 / sqrt(D) if scaled else 1) / temperature.
+    x and W are M = H * d_k wide; entries of x and of sqrt(M) * W are N(0, 1), so q and k
+    entries have variance 1 and each head's q . k has variance d_k: the reason for dividing
+    by sqrt(d_k). scores = q @ k.T * scale, scale = (1 / sqrt(d_k) if scaled else 1) / temperature.
     """
     p = params
-    tq, tk, m, h = p.seq_len, p.tk, p.d_k, p.n_heads
+    tq, tk, m, h = p.seq_len, p.tk, p.d_model, p.n_heads
     x_all, y_all, w_all = _draws(p.seed)
     x = x_all[:tq, :m]  # (Tq, M)
     source = (y_all if p.cross else x_all)[:tk, :m]  # (Tk, M)
@@ -127,7 +136,7 @@ def explore_attention(params: AttentionParams) -> AttentionExploration:
         mask = torch.tensor(p.custom_mask) if p.custom_mask else torch.ones(tq, tk, dtype=bool)
     else:
         mask = preset_mask(p.mask, tq, tk, p.pad_len)  # (Tq, Tk)
-    scale = (1.0 / math.sqrt(p.d_head) if p.scaled else 1.0) / p.temperature
+    scale = (1.0 / math.sqrt(p.d_k) if p.scaled else 1.0) / p.temperature
     raw = q @ k.transpose(-2, -1)  # (1, H, Tq, Tk) the core's scores before scale and mask
     att = scaled_dot_product_attention(q, k, v, None if p.mask == "none" else mask, scale=scale)
     output = merge_heads(att.output)  # (1, Tq, M)
@@ -136,16 +145,16 @@ def explore_attention(params: AttentionParams) -> AttentionExploration:
     allowed = int(mask[p.query_row].sum())
     full = bool(att.fully_masked[0, p.head, p.query_row])
     shapes = {
-        "x (B, Tq, M)": (1, tq, m),
-        "source (B, Tk, M)": (1, tk, m),
-        "q (B, H, Tq, D)": tuple(q.shape),
-        "k (B, H, Tk, D)": tuple(k.shape),
-        "v (B, H, Tk, D)": tuple(v.shape),
+        "x (B, Tq, d_model)": (1, tq, m),
+        "source (B, Tk, d_model)": (1, tk, m),
+        "q (B, H, Tq, d_k)": tuple(q.shape),
+        "k (B, H, Tk, d_k)": tuple(k.shape),
+        "v (B, H, Tk, d_v)": tuple(v.shape),
         "mask (Tq, Tk)": tuple(mask.shape),
         "scores (B, H, Tq, Tk)": tuple(att.scores.shape),
         "weights (B, H, Tq, Tk)": tuple(att.weights.shape),
-        "heads (B, H, Tq, D)": tuple(att.output.shape),
-        "output (B, Tq, M)": tuple(output.shape),
+        "heads (B, H, Tq, d_v)": tuple(att.output.shape),
+        "output (B, Tq, d_model)": tuple(output.shape),
     }
     positive = row[row > 0]
     return AttentionExploration(
