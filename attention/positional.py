@@ -1,15 +1,20 @@
-"""Sinusoidal positional encoding: attention itself ignores order, so positions are added.
+"""Positions: attention itself ignores order, so the model must be told where tokens are.
 
-PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
-PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
+Three ways, from the original Transformer to today's LLMs:
+  sinusoidal (added to the input)  PE[pos, 2i] = sin(pos / 10000^(2i / d_model)),
+                                   PE[pos, 2i+1] = cos(same angle)
+  RoPE (rotates q and k)           pair i at position m turns by m * base^(-2i / D)
+  ALiBi (biases the scores)        scores[h, i, j] -= slope_h * |i - j|
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int
+from ._checks import check_positive_int, check_tensor, shape_str
 
 
 def sinusoidal_positional_encoding(
@@ -29,3 +34,104 @@ def sinusoidal_positional_encoding(
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # an odd width has one cosine fewer
     return pe.float()
+
+
+def apply_rope(
+    x: Tensor, positions: Tensor, *, base: float = 10000.0, layout: str = "half"
+) -> Tensor:
+    """Rotate each pair of x's features by an angle proportional to its position (RoPE).
+
+    Pair i of the token at position m turns by angle m * theta_i, theta_i = base^(-2i / D):
+        (a, b) -> (a cos - b sin, b cos + a sin)
+    A rotation keeps lengths, and rotating q by m and k by n makes q . k depend only on the
+    offset m - n: queries and keys carry relative position without anything being added.
+
+    Args:
+        x: (..., T, D) queries or keys, D even; usually (B, H, T, D).
+        positions: (T,) integer positions of x's rows (e.g. arange(past, past + T)).
+        base: the slowest pair turns by base^(-(D - 2) / D) per position.
+        layout: which features form pair i. "half": (i, i + D/2), as in HF transformers'
+            rotate_half; "interleaved": (2i, 2i + 1), as in Meta's LLaMA code and GGUF files.
+
+    Returns:
+        A tensor of x's shape and dtype.
+
+    Raises:
+        ValueError: odd D, an unknown layout, or positions that are not (T,).
+        TypeError: x not floating, or positions not integer.
+    """
+    check_tensor("x", x, ndims=tuple(range(2, 9)), finite=False)
+    *_, t, d = x.shape
+    if d % 2:
+        raise ValueError(f"x: RoPE rotates pairs of features, so D must be even, got D={d}")
+    if layout not in ("half", "interleaved"):
+        raise ValueError(f"layout: expected 'half' or 'interleaved', got {layout!r}")
+    if not isinstance(positions, Tensor) or positions.is_floating_point():
+        got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
+        raise TypeError(f"positions: expected an integer tensor, got {got}")
+    if positions.shape != (t,):
+        raise ValueError(
+            f"positions: expected shape ({t},) to match x's T={t}, got {shape_str(positions.shape)}"
+        )
+    key = (tuple(positions.tolist()), d, float(base), x.dtype, x.device)
+    cos, sin, turn = _rope_table(*key)  # (T, D/2) each
+    if layout == "half":
+        a, b = x[..., : d // 2], x[..., d // 2 :]  # (..., T, D/2) each
+        return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)  # (..., T, D)
+    if _complex_viewable(x):
+        # The same rotation, 6x faster: pair (a, b) as the complex number a + ib, turned by
+        # multiplying with cos + i sin = (a cos - b sin) + i (b cos + a sin).
+        z = torch.view_as_complex(x.unflatten(-1, (d // 2, 2)))  # (..., T, D/2) complex
+        return torch.view_as_real(z * turn).flatten(-2)  # (..., T, D)
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., T, D/2) each
+    return torch.stack([a * cos - b * sin, b * cos + a * sin], dim=-1).flatten(-2)  # (..., T, D)
+
+
+def _complex_viewable(x: Tensor) -> bool:
+    # view_as_complex needs float32/64 pairs that sit side by side at even offsets
+    strides_even = all(s % 2 == 0 for s in (x.storage_offset(), *x.stride()[:-1]))
+    return x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1 and strides_even
+
+
+@lru_cache(maxsize=64)
+def _rope_table(
+    positions: tuple[int, ...], d: int, base: float, dtype: torch.dtype, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    # Every layer of a model rotates by the same angles: compute them once (in float64).
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (D/2,)
+    angles = torch.tensor(positions, dtype=torch.float64)[:, None] * theta  # (T, D/2)
+    cos, sin = angles.cos().to(device, dtype), angles.sin().to(device, dtype)
+    turn = torch.complex(cos, sin) if dtype in (torch.float32, torch.float64) else None
+    return cos, sin, turn  # turn = cos + i sin, for the complex path
+
+
+def alibi_slopes(n_heads: int) -> Tensor:
+    """Return ALiBi's (H,) per-head slopes: a geometric sequence, as in the paper's reference.
+
+    For H a power of two: slope_h = r^(h + 1), r = 2^(-8 / H), h = 0 .. H - 1 (H = 8 gives
+    1/2, 1/4, ..., 1/256). Otherwise take the slopes of the largest power of two P < H, then
+    every other slope of 2P for the remaining H - P heads.
+    """
+    check_positive_int("n_heads", n_heads)
+
+    def power_of_two(n: int) -> list[float]:
+        r = 2.0 ** (-8.0 / n)
+        return [r ** (h + 1) for h in range(n)]
+
+    p = 1 << (n_heads.bit_length() - 1)  # largest power of two <= n_heads
+    slopes = power_of_two(p) + power_of_two(2 * p)[0::2][: n_heads - p]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(n_heads: int, tq: int, tk: int) -> Tensor:
+    """Return ALiBi's (H, Tq, Tk) additive score bias: -slope_h * |query pos - key pos|.
+
+    Added to q @ k.T / sqrt(D) instead of any positional encoding, it penalises far keys
+    linearly, each head at its own slope. The Tq queries are the last Tq positions of the Tk
+    keys (query i sits at position Tk - Tq + i), as when decoding with a key/value cache.
+    """
+    check_positive_int("tq", tq)
+    check_positive_int("tk", tk)
+    q_pos = torch.arange(tk - tq, tk)[:, None]  # (Tq, 1)
+    distance = (q_pos - torch.arange(tk)[None, :]).abs()  # (Tq, Tk)
+    return -alibi_slopes(n_heads)[:, None, None] * distance  # (H, Tq, Tk)

@@ -8,7 +8,11 @@ False. Checkers by lesson: `basics` (1-5), `masks_heads` (6-8), `blocks` (9-10),
 (11), all built on one kit, `_checking`. Reference solutions live beside them
 (`solution_basics` for lessons 1-5, `solution_layers` for 6-10, `solution_training` for 11):
 read them after you have tried.
+Lesson 7's pooling exercises (memory slots, the tanh layer): checkers in `pooling`, solutions
+in `solution_pooling`.
 Lesson 12 (real models): checkers in `models`, solutions in `solution_models`.
+Lessons 13-15 (FlashAttention, KV cache and GQA, RoPE/ALiBi/windows): checkers in `modern`,
+solutions in `solution_modern`.
 """
 
 from .basics import (
@@ -46,37 +50,62 @@ from .models import (
     check_sink_share,
     check_top_k_filter,
 )
+from .modern import (
+    check_alibi_bias,
+    check_attention_matrix_bytes,
+    check_cached_attention,
+    check_flash_tile_update,
+    check_kv_cache_bytes,
+    check_online_softmax_update,
+    check_perplexity,
+    check_repeat_kv,
+    check_rope_half,
+    check_sliding_window_mask,
+)
+from .pooling import check_memory_slots, check_tanh_attention
 from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
 __all__ = [
     "check_additive_scores",
+    "check_alibi_bias",
     "check_attention",
+    "check_attention_matrix_bytes",
     "check_attention_pool",
     "check_attention_shapes",
     "check_bilinear_scores",
+    "check_cached_attention",
     "check_causal_mask",
     "check_chat_prompt",
     "check_dot_product_variance",
+    "check_flash_tile_update",
     "check_gaussian_pooling",
     "check_greedy_step",
     "check_induction_score",
     "check_key_padding_mask",
+    "check_kv_cache_bytes",
     "check_layer_norm",
     "check_masked_softmax",
+    "check_memory_slots",
     "check_mha_parameter_count",
     "check_multi_head_scores",
+    "check_online_softmax_update",
     "check_parameter_count",
     "check_permutation_equivariance",
+    "check_perplexity",
     "check_positional_encoding",
     "check_previous_token_score",
+    "check_repeat_kv",
     "check_rnn_final_state",
+    "check_rope_half",
     "check_self_attention",
     "check_sequence_loss",
     "check_shift_right",
     "check_sink_share",
+    "check_sliding_window_mask",
     "check_softmax",
     "check_softmax_jacobian",
     "check_split_heads",
+    "check_tanh_attention",
     "check_top_k_filter",
     "check_vocabulary",
 ]

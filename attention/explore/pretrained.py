@@ -1,0 +1,552 @@
+"""Real trained models read by the course's own attention code: maps, heads' jobs, ablations.
+
+    model_maps("minilm", text)        every layer's (H, T, T) weights of a text, cached
+    explore_model_view / explore_head_view / explore_neuron    the three views' maths
+    sink_share, previous_token_score, induction_score          one number per head
+    induction_scores(n=40)            SmolLM2's per-head induction scores on repeated random tokens
+    text_loss(LossParams(...))        next-token loss with heads ablated or the mask changed
+    chat_answer(question)             SmolLM2 answers; where its answer looked in the prompt
+
+Each model is loaded once per kernel (`pretrained_model`), and the maps of a text once per text
+(`model_maps`), so every explorer and lesson cell shares them. Loading SmolLM2 takes a few
+seconds, one forward pass of 128 tokens about one second on one CPU thread.
+
+The models' forward passes do not return queries and keys, nor take a custom mask: the neuron
+view recomputes q and k from the layer's input (`hidden_states`) with the layer's own weights,
+and `text_loss` runs SmolLM2's decoder blocks itself to pass another mask; both are checked
+against the model's own attention weights by tests/test_model_view.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..masks import causal_mask, sliding_window_mask
+from ..multihead import split_heads
+from ..positional import apply_rope
+from ._util import check_int
+
+MODEL_NAMES = ("minilm", "smollm2")
+MODEL_MAX_TOKENS = 128  # longest text the views take: 30 x 9 maps of 128 x 128 are 17.7 MB
+THUMB_SIZE = 32  # thumbnails of longer texts are max-pooled down to at most this many cells
+DEFAULT_TEXTS = {
+    "minilm": "The animal didn't cross the street because it was too tired",
+    "smollm2": (
+        "It is a truth universally acknowledged, that a single man in possession of a good "
+        "fortune, must be in want of a wife."
+    ),
+}
+LOSS_MASKS = ("causal", "no-sink", "window")
+
+
+def check_model(name: object) -> str:
+    """Return name if it is one of MODEL_NAMES; else raise ValueError listing them."""
+    if name not in MODEL_NAMES:
+        raise ValueError(f"model: expected one of {list(MODEL_NAMES)}, got {name!r}")
+    return name  # type: ignore[return-value]
+
+
+@cache
+def pretrained_model(name: str) -> tuple[nn.Module, object]:
+    """(model, tokenizer) of a pretrained model, loaded once per kernel and shared."""
+    from ..models import load_pretrained  # the weights' readers load only when asked
+
+    return load_pretrained(check_model(name))
+
+
+def model_shape(name: str) -> tuple[int, int]:
+    """(n_layers, n_heads) of a model (loading it, if this kernel has not yet)."""
+    cfg = pretrained_model(name)[0].cfg
+    return cfg.n_layers, cfg.n_heads
+
+
+# --- every attention map of a text ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelMaps:
+    """One forward pass over a text: every head's attention and every layer's input."""
+
+    name: str
+    ids: tuple[int, ...]  # T token ids
+    tokens: tuple[str, ...]  # T readable tokens
+    weights: Tensor  # (L, H, T, T) each row sums to 1; causal models: 0 right of the diagonal
+    hidden_states: tuple[Tensor, ...]  # L + 1 x (T, M): the input of layer l is [l]
+    causal: bool  # SmolLM2: a token sees only itself and earlier tokens
+
+    @property
+    def n_layers(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def seq_len(self) -> int:
+        return self.weights.shape[2]
+
+
+def encode_text(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> tuple[int, ...]:
+    """The token ids of text (MiniLM adds [CLS] ... [SEP]); ValueError if empty or too long."""
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected a str, got {type(text).__name__}")
+    ids = tuple(pretrained_model(name)[1].encode(text))
+    if not ids or (name == "minilm" and len(ids) <= 2):
+        raise ValueError("text: expected at least one token, got an empty text")
+    if len(ids) > max_tokens:
+        raise ValueError(
+            f"text: expected at most {max_tokens} tokens, got {len(ids)}; shorten the text"
+        )
+    return ids
+
+
+@lru_cache(maxsize=8)
+@torch.no_grad()
+def maps_of_ids(name: str, ids: tuple[int, ...]) -> ModelMaps:
+    """Run the model once over token ids and keep every attention map (cached per ids)."""
+    model, tok = pretrained_model(check_model(name))
+    out = model(torch.tensor([ids]))
+    weights = torch.stack([a[0] for a in out.attentions])  # (L, H, T, T)
+    hidden = tuple(h[0] for h in out.hidden_states)  # L + 1 x (T, M)
+    return ModelMaps(name, ids, tuple(tok.tokens(list(ids))), weights, hidden, name == "smollm2")
+
+
+def model_maps(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> ModelMaps:
+    """Every attention map of `text` in model `name` (cached: each text runs once)."""
+    return maps_of_ids(check_model(name), encode_text(name, text, max_tokens))
+
+
+# --- one number per head ----------------------------------------------------------------------
+
+
+def sink_share(weights: Tensor) -> Tensor:
+    """Mean weight on the first token, over queries 1..T-1: (..., T, T) -> (...).
+
+    Query 0 is left out: in a causal model it can only attend to itself (weight 1).
+    """
+    return weights[..., 1:, 0].mean(-1)
+
+
+def previous_token_score(weights: Tensor) -> Tensor:
+    """Mean weight on the token just before, over queries 1..T-1: (..., T, T) -> (...)."""
+    return torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1).mean(-1)
+
+
+def induction_score(weights: Tensor, n: int) -> Tensor:
+    """Mean weight of the second copy's queries on the token after their earlier occurrence.
+
+    On n tokens repeated twice, query i (n <= i < 2n) holds the token seen at i - n; an
+    induction head looks at what came next then, key i - n + 1, to predict what comes now.
+    weights (..., 2n, 2n) -> (...).
+    """
+    return torch.diagonal(weights, offset=-(n - 1), dim1=-2, dim2=-1)[..., 1:].mean(-1)
+
+
+@dataclass(frozen=True)
+class InductionResult:
+    """SmolLM2 reading n random tokens twice: per-head induction scores and the loss."""
+
+    ids: tuple[int, ...]  # 2n ids: n random ones, then the same n again
+    n: int
+    scores: Tensor  # (L, H) induction_score of every head
+    previous_token: Tensor  # (L, H) previous_token_score on the same sequence
+    loss_first: float  # mean next-token loss while reading the first copy (nats)
+    loss_second: float  # ... and the second copy, which an induction head can predict
+    ablate: tuple[tuple[int, int], ...]  # the (layer, head) pairs silenced
+
+
+@torch.no_grad()
+def induction_scores(
+    n: int = 40, seed: int = 0, ablate: tuple[tuple[int, int], ...] = ()
+) -> InductionResult:
+    """Per-head induction scores of SmolLM2 on n random tokens (ids 1000..19999) repeated."""
+    check_int("n", n, 2, MODEL_MAX_TOKENS // 2)
+    check_int("seed", seed, 0, 2**31 - 1)
+    g = torch.Generator().manual_seed(seed)
+    first = torch.randint(1000, 20000, (n,), generator=g)  # (n,) ordinary word pieces
+    ids = torch.cat([first, first])[None]  # (1, 2n)
+    model, _ = pretrained_model("smollm2")
+    out = model(ids, ablate=set(ablate) or None)
+    weights = torch.stack([a[0] for a in out.attentions])  # (L, H, 2n, 2n)
+    losses = F.cross_entropy(out.logits[0, :-1], ids[0, 1:], reduction="none")  # (2n - 1,)
+    return InductionResult(
+        ids=tuple(ids[0].tolist()),
+        n=n,
+        scores=induction_score(weights, n),
+        previous_token=previous_token_score(weights),
+        loss_first=float(losses[: n - 1].mean()),
+        loss_second=float(losses[n - 1 :].mean()),
+        ablate=tuple(ablate),
+    )
+
+
+# --- the model view, the head view --------------------------------------------------------------
+
+
+def thumbnail_maps(weights: Tensor, size: int = THUMB_SIZE) -> Tensor:
+    """(L, H, T, T) -> (L * H, r, r) small maps, r <= size: max over blocks when T > size.
+
+    The maximum keeps a one-token-wide pattern (a diagonal, a sink column) visible where a
+    mean would fade it; the large view always shows the exact weights.
+    """
+    n_layers, n_heads, t, _ = weights.shape
+    flat = weights.reshape(n_layers * n_heads, t, t)  # (P, T, T)
+    if t <= size:
+        return flat
+    block = math.ceil(t / size)
+    return F.max_pool2d(flat[:, None], block, ceil_mode=True)[:, 0]  # (P, r, r)
+
+
+@lru_cache(maxsize=8)
+def _cached_thumbnails(name: str, ids: tuple[int, ...], size: int) -> Tensor:
+    # pooling 270 maps of 128 x 128 costs ~15 ms: once per text, not per head picked
+    return thumbnail_maps(maps_of_ids(name, ids).weights, size)
+
+
+@dataclass(frozen=True)
+class ModelViewParams:
+    """Every head of a model over a text, one head opened large."""
+
+    model: str = "minilm"
+    text: str = DEFAULT_TEXTS["minilm"]
+    layer: int = 0
+    head: int = 0
+    thumb_size: int = THUMB_SIZE
+
+    def __post_init__(self) -> None:
+        check_model(self.model)
+        check_int("thumb_size", self.thumb_size, 4, MODEL_MAX_TOKENS)
+
+
+@dataclass(frozen=True)
+class HeadSummary:
+    """What one head does on this text, in numbers."""
+
+    sink_share: float  # mean weight on the first token (queries 1..T-1)
+    previous_token: float  # mean weight on the token just before
+    self_weight: float  # mean weight on the query's own token
+    max_weight: float  # the largest weight in the map
+
+
+@dataclass(frozen=True)
+class ModelViewResult:
+    params: ModelViewParams
+    maps: ModelMaps
+    thumbnails: Tensor  # (L * H, r, r) panel p = layer * H + head
+    weights: Tensor  # (T, T) the opened head's map
+    summary: HeadSummary
+    sink_share: Tensor  # (L, H) of every head
+    previous_token: Tensor  # (L, H)
+
+
+def _check_head(maps: ModelMaps, layer: int, head: int) -> None:
+    check_int("layer", layer, 0, maps.n_layers - 1)
+    check_int("head", head, 0, maps.n_heads - 1)
+
+
+def _summary(w: Tensor) -> HeadSummary:
+    t = w.shape[-1]
+    return HeadSummary(
+        sink_share=float(sink_share(w)) if t > 1 else 1.0,
+        previous_token=float(previous_token_score(w)) if t > 1 else 0.0,
+        self_weight=float(torch.diagonal(w).mean()),
+        max_weight=float(w.max()),
+    )
+
+
+def explore_model_view(params: ModelViewParams) -> ModelViewResult:
+    """All L x H maps as thumbnails, and the chosen head's full map with its numbers."""
+    maps = model_maps(params.model, params.text)
+    _check_head(maps, params.layer, params.head)
+    w = maps.weights[params.layer, params.head]  # (T, T)
+    one = maps.seq_len > 1
+    return ModelViewResult(
+        params=params,
+        maps=maps,
+        thumbnails=_cached_thumbnails(maps.name, maps.ids, params.thumb_size),
+        weights=w,
+        summary=_summary(w),
+        sink_share=sink_share(maps.weights) if one else torch.ones(maps.weights.shape[:2]),
+        previous_token=(
+            previous_token_score(maps.weights) if one else torch.zeros(maps.weights.shape[:2])
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class HeadViewParams:
+    """One head of one layer over a text; `query` is the token whose top keys are listed."""
+
+    model: str = "minilm"
+    text: str = DEFAULT_TEXTS["minilm"]
+    layer: int = 0
+    head: int = 0
+    query: int = -1  # -1: none chosen
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        check_model(self.model)
+        check_int("top_k", self.top_k, 1, MODEL_MAX_TOKENS)
+
+
+@dataclass(frozen=True)
+class HeadViewResult:
+    params: HeadViewParams
+    maps: ModelMaps
+    weights: Tensor  # (T, T)
+    summary: HeadSummary
+    top_keys: tuple[tuple[int, str, float], ...]  # the query's top_k (key, token, weight)
+
+
+def explore_head_view(params: HeadViewParams) -> HeadViewResult:
+    """The chosen head's map, and the keys the chosen query attends to most."""
+    maps = model_maps(params.model, params.text)
+    _check_head(maps, params.layer, params.head)
+    check_int("query", params.query, -1, maps.seq_len - 1)
+    w = maps.weights[params.layer, params.head]  # (T, T)
+    top: tuple[tuple[int, str, float], ...] = ()
+    if params.query >= 0:
+        k = min(params.top_k, maps.seq_len)
+        values, keys = w[params.query].topk(k)
+        top = tuple(
+            (int(j), maps.tokens[int(j)], float(v)) for v, j in zip(values, keys, strict=True)
+        )
+    return HeadViewResult(params, maps, w, _summary(w), top)
+
+
+# --- the neuron view: one query-key pair, dimension by dimension ---------------------------------
+
+
+@dataclass(frozen=True)
+class NeuronParams:
+    """One query token and one key token in one head of one layer."""
+
+    model: str = "smollm2"
+    text: str = DEFAULT_TEXTS["smollm2"]
+    layer: int = 0
+    head: int = 0
+    query: int = 1
+    key: int = 0
+
+    def __post_init__(self) -> None:
+        check_model(self.model)
+
+
+@dataclass(frozen=True)
+class NeuronResult:
+    """How the score of one (query, key) pair is made: q * k, summed, scaled, softmaxed.
+
+    SmolLM2 rotates q and k by their positions (RoPE) before the product; "raw" is before the
+    rotation, "rotated" after. MiniLM has no RoPE: both are the same vectors.
+    """
+
+    params: NeuronParams
+    query_token: str
+    key_token: str
+    rope: bool  # whether the model rotates q and k
+    q_raw: Tensor  # (D,) the query vector of this head, before RoPE
+    k_raw: Tensor  # (D,) the key vector (SmolLM2: of the key/value head this head shares)
+    q: Tensor  # (D,) after RoPE (= q_raw without RoPE)
+    k: Tensor  # (D,)
+    product_raw: Tensor  # (D,) q_raw * k_raw
+    product: Tensor  # (D,) q * k: its sum is the score the model uses
+    pair_raw: Tensor  # (D/2,) product_raw summed over each RoPE pair (2i, 2i + 1)
+    pair: Tensor  # (D/2,) product summed over each pair
+    score_raw: float  # sum(product_raw): what the score would be without positions
+    score: float  # sum(product) = q . k
+    scaled: float  # score / sqrt(D)
+    weight: float  # softmax over the query's visible keys; 0 for a masked (future) key
+    model_weight: float  # the same weight as the model's forward pass returned it
+    masked: bool  # the key is in the query's future (causal model)
+    row_scores: Tensor  # (T,) the query's scaled scores over every key; -inf where masked
+
+
+def _query_key(maps: ModelMaps, layer: int, head: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(q_raw, k_raw, q, k), each (T, D), of one head, recomputed from the layer's input."""
+    model, _ = pretrained_model(maps.name)
+    x = maps.hidden_states[layer][None]  # (1, T, M)
+    if maps.name == "minilm":
+        block = model.layers[layer]
+        q = split_heads(block.q_proj(x), model.cfg.n_heads)[0, head]  # (T, D)
+        k = split_heads(block.k_proj(x), model.cfg.n_heads)[0, head]
+        return q, k, q, k
+    cfg, block = model.cfg, model.layers[layer]
+    h = block.attn_norm(x)  # (1, T, M) pre-norm: attention reads the normalised input
+    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)  # grouped-query: shared key head
+    q_raw = split_heads(block.attn.q_proj(h), cfg.n_heads)[:, head]  # (1, T, D)
+    k_raw = split_heads(block.attn.k_proj(h), cfg.n_kv_heads)[:, kv_head]  # (1, T, D)
+    positions = torch.arange(maps.seq_len)  # (T,)
+    rope = {"base": cfg.rope_base, "layout": "interleaved"}
+    q, k = apply_rope(q_raw, positions, **rope), apply_rope(k_raw, positions, **rope)
+    return q_raw[0], k_raw[0], q[0], k[0]
+
+
+@torch.no_grad()
+def explore_neuron(params: NeuronParams) -> NeuronResult:
+    """q, k, q * k and its sum for one pair, before and after RoPE; and the weight it gets."""
+    maps = model_maps(params.model, params.text)
+    _check_head(maps, params.layer, params.head)
+    t = maps.seq_len
+    check_int("query", params.query, 0, t - 1)
+    check_int("key", params.key, 0, t - 1)
+    q_raw, k_raw, q, k = _query_key(maps, params.layer, params.head)  # (T, D) each
+    i, j = params.query, params.key
+    d = q.shape[-1]
+    row = q[i] @ k.T / math.sqrt(d)  # (T,) scaled scores of query i over every key
+    if maps.causal:
+        row = row.masked_fill(~causal_mask(t)[i], float("-inf"))
+    product_raw, product = q_raw[i] * k_raw[j], q[i] * k[j]  # (D,) each
+    return NeuronResult(
+        params=params,
+        query_token=maps.tokens[i],
+        key_token=maps.tokens[j],
+        rope=maps.name == "smollm2",
+        q_raw=q_raw[i],
+        k_raw=k_raw[j],
+        q=q[i],
+        k=k[j],
+        product_raw=product_raw,
+        product=product,
+        pair_raw=product_raw.view(d // 2, 2).sum(-1),
+        pair=product.view(d // 2, 2).sum(-1),
+        score_raw=float(product_raw.sum()),
+        score=float(product.sum()),
+        scaled=float(product.sum()) / math.sqrt(d),
+        weight=float(torch.softmax(row, -1)[j]),
+        model_weight=float(maps.weights[params.layer, params.head, i, j]),
+        masked=bool(maps.causal and j > i),
+        row_scores=row,
+    )
+
+
+# --- the loss on a text: ablate heads, change the mask ----------------------------------------
+
+
+@dataclass(frozen=True)
+class LossParams:
+    """SmolLM2's next-token loss on a text, with some heads silenced or another mask.
+
+    mask: "causal" (as trained); "no-sink": no query but the first may attend to token 0;
+    "window": each query sees the last `window` tokens, plus the first `sinks` tokens.
+    """
+
+    text: str
+    max_tokens: int = 160
+    ablate: tuple[tuple[int, int], ...] = ()
+    mask: str = "causal"
+    window: int = 16
+    sinks: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("max_tokens", self.max_tokens, 2, 1024)
+        if self.mask not in LOSS_MASKS:
+            raise ValueError(f"mask: expected one of {list(LOSS_MASKS)}, got {self.mask!r}")
+        check_int("window", self.window, 1, 1024)
+        check_int("sinks", self.sinks, 0, 1024)
+
+
+@dataclass(frozen=True)
+class LossResult:
+    params: LossParams
+    n_tokens: int  # tokens read (the text, cut to max_tokens)
+    loss: float  # mean -log p(next token) over the n_tokens - 1 predictions, in nats
+    perplexity: float  # exp(loss): as unsure as a uniform choice among this many tokens
+    first_keys_share: Tensor  # (L, 4) mean weight on keys 0..3 over queries 4.., all heads
+
+
+def loss_mask(params: LossParams, t: int) -> Tensor:
+    """The (T, T) bool mask (True = may attend) that `params.mask` names."""
+    if params.mask == "window":
+        return sliding_window_mask(t, params.window, sinks=params.sinks)
+    mask = causal_mask(t)
+    if params.mask == "no-sink":
+        mask = mask.clone()
+        mask[1:, 0] = False  # query 0 keeps its only key, itself
+    return mask
+
+
+@torch.no_grad()
+def _decoder_forward(ids: Tensor, mask: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """SmolLM2's forward pass with another mask: (1, T) ids -> (logits, L x (1, H, T, T)).
+
+    The model's forward takes no mask, so this runs its embedding, blocks and tied output
+    layer in the same order (equal to model(ids) for the causal mask: tested).
+    """
+    model, _ = pretrained_model("smollm2")
+    positions = torch.arange(ids.shape[1])  # (T,)
+    x = model.embed(ids)  # (1, T, M)
+    maps = []
+    for block in model.layers:
+        x, weights, _ = block(x, positions, mask, None, None)
+        maps.append(weights)
+    return F.linear(model.norm(x), model.embed.weight), maps  # (1, T, V)
+
+
+@torch.no_grad()
+def text_loss(params: LossParams) -> LossResult:
+    """The mean next-token loss of SmolLM2 on params.text under the chosen change."""
+    model, tok = pretrained_model("smollm2")
+    ids = torch.tensor([tok.encode(params.text)[: params.max_tokens]])  # (1, T)
+    t = ids.shape[1]
+    if t < 5:
+        raise ValueError(f"text: expected at least 5 tokens, got {t}")
+    if params.mask == "causal":
+        out = model(ids, ablate=set(params.ablate) or None)
+        logits, maps = out.logits, out.attentions
+    else:
+        if params.ablate:
+            raise ValueError("ablate: only with mask='causal'; change one thing at a time")
+        logits, maps = _decoder_forward(ids, loss_mask(params, t))
+    loss = float(F.cross_entropy(logits[0, :-1], ids[0, 1:]))
+    share = torch.stack([w[0, :, 4:, :4].mean((0, 1)) for w in maps])  # (L, 4)
+    return LossResult(params, t, loss, math.exp(loss), share)
+
+
+# --- the chat model answers -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """A question in SmolLM2's chat template, its greedy answer, and where the answer looked."""
+
+    question: str
+    prompt: str  # the template's text: special tokens, roles, newlines, the question
+    prompt_tokens: tuple[str, ...]  # Tp
+    answer: str
+    answer_tokens: tuple[str, ...]  # Ta, the end-of-turn token included if reached
+    # (Ta, Tp): for each answer token, the attention of the position that predicted it over the
+    # prompt, averaged over every layer and head (the rest of its weight went to the answer)
+    weights: Tensor = field(repr=False)
+
+
+@lru_cache(maxsize=8)
+@torch.no_grad()
+def chat_answer(question: str, max_new_tokens: int = 24) -> ChatResult:
+    """Ask SmolLM2 one question (greedy decoding) and average its attention over the prompt."""
+    from ..models.pretrained import generate  # imports the generation code only when asked
+
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question: expected a non-empty str, got {question!r}")
+    check_int("max_new_tokens", max_new_tokens, 1, 256)
+    model, tok = pretrained_model("smollm2")
+    gen = generate(
+        model, tok, [{"role": "user", "content": question}], max_new_tokens=max_new_tokens
+    )
+    p, a = len(gen.prompt_ids), len(gen.new_ids)
+    out = model(torch.tensor([gen.prompt_ids + gen.new_ids]))
+    mean = torch.stack([w[0] for w in out.attentions]).mean((0, 1))  # (T, T) all layers, heads
+    return ChatResult(
+        question=question,
+        prompt=tok.decode(gen.prompt_ids),
+        prompt_tokens=tuple(tok.tokens(gen.prompt_ids)),
+        answer=gen.text,
+        answer_tokens=tuple(tok.tokens(gen.new_ids)),
+        weights=mean[p - 1 : p - 1 + a, :p],  # (Ta, Tp)
+    )

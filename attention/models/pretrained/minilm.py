@@ -1,0 +1,191 @@
+"""all-MiniLM-L6-v2, a BERT encoder, with every attention map computed by the core.
+
+x = LayerNorm(word_embedding[ids] + position_embedding[0..T-1] + type_embedding[0])
+One block, 6 times (post-norm, residual around each half):
+    h = LayerNorm(x + out(attention(x)))             12 heads of width 32, no causal mask
+    x = LayerNorm(h + down(gelu(up(h))))
+Every token attends to every other (bidirectional): the maps are full squares.
+sentence embedding = mean of the last hidden states over real tokens, scaled to length 1
+(how sentence-transformers trained this model to compare sentences).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..._checks import shape_str
+from ...functional import scaled_dot_product_attention
+from ...multihead import merge_heads, split_heads
+from .checks import check_ids, heads_to_keep
+
+
+@dataclass(frozen=True)
+class MiniLMConfig:
+    """Sizes of a BERT encoder (defaults: all-MiniLM-L6-v2)."""
+
+    vocab_size: int = 30522
+    d_model: int = 384
+    n_layers: int = 6
+    n_heads: int = 12
+    d_ff: int = 1536
+    max_seq_len: int = 512
+    n_types: int = 2
+    norm_eps: float = 1e-12
+
+    @classmethod
+    def from_tensors(cls, tensors: dict[str, Tensor]) -> MiniLMConfig:
+        """Read the sizes from the weights' shapes (the head count is not stored: 12)."""
+        vocab, d_model = tensors["embeddings.word_embeddings.weight"].shape
+        n_layers = 1 + max(int(k.split(".")[2]) for k in tensors if k.startswith("encoder.layer."))
+        return cls(
+            vocab_size=vocab,
+            d_model=d_model,
+            n_layers=n_layers,
+            d_ff=tensors["encoder.layer.0.intermediate.dense.weight"].shape[0],
+            max_seq_len=tensors["embeddings.position_embeddings.weight"].shape[0],
+            n_types=tensors["embeddings.token_type_embeddings.weight"].shape[0],
+        )
+
+
+@dataclass(frozen=True)
+class EncoderOutput:
+    """What one forward pass of the encoder computed."""
+
+    hidden: Tensor  # (B, T, M) the last layer's hidden states
+    attentions: tuple[Tensor, ...]  # n_layers x (B, H, T, T); () if need_weights=False
+    hidden_states: tuple[Tensor, ...]  # n_layers + 1 x (B, T, M): embeddings, then each block
+
+
+class EncoderBlock(nn.Module):
+    """Post-norm BERT block: LayerNorm(x + attention(x)), then LayerNorm(h + ffn(h))."""
+
+    def __init__(self, cfg: MiniLMConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.o_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.attn_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.up = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.down = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.ffn_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+
+    def forward(self, x: Tensor, mask: Tensor | None, keep: Tensor | None) -> tuple[Tensor, Tensor]:
+        """x (B, T, M) -> (output (B, T, M), weights (B, H, T, T))."""
+        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, D)
+        k = split_heads(self.k_proj(x), self.n_heads)
+        v = split_heads(self.v_proj(x), self.n_heads)
+        att = scaled_dot_product_attention(q, k, v, mask)
+        heads = att.output  # (B, H, T, D)
+        if keep is not None:  # ablation: silence chosen heads before they are mixed
+            heads = heads * keep.to(heads)[:, None, None]
+        h = self.attn_norm(x + self.o_proj(merge_heads(heads)))  # (B, T, M)
+        return self.ffn_norm(h + self.down(F.gelu(self.up(h)))), att.weights
+
+
+class MiniLM(nn.Module):
+    """The encoder; build it with `load_pretrained("minilm")` or `from_hf_tensors`."""
+
+    def __init__(self, cfg: MiniLMConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.word_embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_embed = nn.Embedding(cfg.max_seq_len, cfg.d_model)
+        self.type_embed = nn.Embedding(cfg.n_types, cfg.d_model)
+        self.embed_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+        self.layers = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+
+    @torch.no_grad()
+    def forward(
+        self,
+        ids: Tensor,
+        *,
+        attention_mask: Tensor | None = None,
+        need_weights: bool = True,
+        ablate: set[tuple[int, int]] | None = None,
+    ) -> EncoderOutput:
+        """Contextual hidden states for every token of `ids`, with every layer's attention maps.
+
+        Args:
+            ids: (B, T) token ids (tokenizer.encode adds [CLS] ... [SEP]).
+            attention_mask: (B, T) bool, True = a real token, False = padding that no token
+                may attend to. None: all tokens are real.
+            need_weights: keep the attention maps.
+            ablate: (layer, head) pairs whose head output is zeroed; None changes nothing.
+        """
+        cfg = self.cfg
+        check_ids(ids, vocab_size=cfg.vocab_size, max_len=cfg.max_seq_len)
+        mask = None
+        if attention_mask is not None:
+            if not isinstance(attention_mask, Tensor) or attention_mask.dtype != torch.bool:
+                got = getattr(attention_mask, "dtype", type(attention_mask).__name__)
+                raise TypeError(
+                    f"attention_mask: expected torch.bool (True = real token), got {got}; "
+                    "use attention_mask.bool()"
+                )
+            if attention_mask.shape != ids.shape:
+                raise ValueError(
+                    f"attention_mask: expected ids' shape {shape_str(ids.shape)}, got "
+                    f"{shape_str(attention_mask.shape)}"
+                )
+            mask = attention_mask[:, None, None, :]  # (B, 1, 1, Tk): keys only
+        keep = heads_to_keep(ablate, cfg.n_layers, cfg.n_heads)
+        positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
+        x = self.word_embed(ids) + self.pos_embed(positions) + self.type_embed.weight[0]
+        x = self.embed_norm(x)  # (B, T, M)
+        hidden, maps = [x], []
+        for i, layer in enumerate(self.layers):
+            x, weights = layer(x, mask, keep.get(i))
+            hidden.append(x)
+            if need_weights:
+                maps.append(weights)  # (B, H, T, T)
+        return EncoderOutput(hidden=x, attentions=tuple(maps), hidden_states=tuple(hidden))
+
+    def sentence_embedding(self, ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """(B, T) ids -> (B, M) unit vectors: the mean hidden state over real tokens.
+
+        Cosine similarity of two sentences is then a dot product of their embeddings.
+        """
+        hidden = self(ids, attention_mask=attention_mask, need_weights=False).hidden
+        real = torch.ones_like(ids, dtype=torch.bool) if attention_mask is None else attention_mask
+        weights = real.unsqueeze(-1).to(hidden)  # (B, T, 1)
+        mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)  # (B, M)
+        return F.normalize(mean, dim=-1)
+
+    @classmethod
+    def from_hf_tensors(cls, tensors: dict[str, Tensor]) -> MiniLM:
+        """Build the model around Hugging Face BertModel-named tensors without copying them."""
+        cfg = MiniLMConfig.from_tensors(tensors)
+        names = {
+            "embeddings.word_embeddings.weight": "word_embed.weight",
+            "embeddings.position_embeddings.weight": "pos_embed.weight",
+            "embeddings.token_type_embeddings.weight": "type_embed.weight",
+            "embeddings.LayerNorm.weight": "embed_norm.weight",
+            "embeddings.LayerNorm.bias": "embed_norm.bias",
+        }
+        parts = {
+            "attention.self.query": "q_proj",
+            "attention.self.key": "k_proj",
+            "attention.self.value": "v_proj",
+            "attention.output.dense": "o_proj",
+            "attention.output.LayerNorm": "attn_norm",
+            "intermediate.dense": "up",
+            "output.dense": "down",
+            "output.LayerNorm": "ffn_norm",
+        }
+        for i in range(cfg.n_layers):
+            for theirs, ours in parts.items():
+                for p in ("weight", "bias"):
+                    names[f"encoder.layer.{i}.{theirs}.{p}"] = f"layers.{i}.{ours}.{p}"
+        missing = sorted(set(names) - set(tensors))
+        if missing:
+            raise ValueError(f"tensors: missing {missing[:3]} ({len(missing)} in all)")
+        with torch.device("meta"):
+            model = cls(cfg)
+        model.load_state_dict({ours: tensors[t] for t, ours in names.items()}, assign=True)
+        return model.eval().requires_grad_(False)

@@ -1,0 +1,432 @@
+"""Explorers of real trained models: the model view, the head view and the neuron view.
+
+    from widgets.explorers.model_view import HeadView, ModelView, NeuronView
+    ModelView("smollm2", text)               # every layer x head as a thumbnail; click one
+    HeadView("minilm", layer=3, head=1)      # one head as lines; click a token: its top keys
+    NeuronView("smollm2", query=5, key=4)    # q, k, q * k and its sum, before and after RoPE
+
+All three run the model once per text (`attention.explore.model_maps` caches the maps), so
+moving the layer, head, query or key sliders only picks numbers out of what was computed. The
+text box updates on Enter (or leaving it): each new text is one forward pass, about a second
+for 128 tokens of SmolLM2. `explorer.result` holds the numbers (ModelViewResult,
+HeadViewResult, NeuronResult of `attention.explore.pretrained`).
+
+The thumbnails of texts longer than 32 tokens are max-pooled (attention.explore.thumbnail_maps):
+one number per block, so that 30 x 9 maps of 128 x 128 fit on a page and travel as 1 MB rather
+than 18 MB; the head opened large shows the exact weights.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore import (
+    DEFAULT_TEXTS,
+    MODEL_NAMES,
+    HeadViewParams,
+    HeadViewResult,
+    ModelMaps,
+    ModelViewParams,
+    ModelViewResult,
+    NeuronParams,
+    NeuronResult,
+    encode_text,
+    explore_head_view,
+    explore_model_view,
+    explore_neuron,
+    model_shape,
+    thumbnail_maps,
+)
+
+from ..views import Heatmap, SeriesChart, TokenLines
+from ..views.style import DIVERGING_CMAP, PALETTE, css
+from .base import Explorer
+from .controls import (
+    clamp_slider,
+    dropdown,
+    int_slider,
+    panel_row,
+    refuse_clamped,
+    table_html,
+)
+
+THUMB_PX = 48  # px, the side a thumbnail aims at (cells never go below 2 px)
+SCROLL_PX = 560  # px, the tallest a grid of thumbnails or a column of tokens gets before scrolling
+LARGE_PX = 360  # px, the side of the opened head's matrix
+
+
+def _named(widget: widgets.Widget, *names: str) -> widgets.Widget:
+    for name in names:
+        widget.add_class(css(name))
+    return widget
+
+
+def _scroll(child: widgets.Widget, name: str) -> widgets.Box:
+    """A box that scrolls when its child is taller than SCROLL_PX (128 tokens, 30 layers)."""
+    box = widgets.Box([child], layout=widgets.Layout(max_height=f"{SCROLL_PX}px", overflow="auto"))
+    return _named(box, name)
+
+
+def _causal_masked(maps: ModelMaps) -> torch.Tensor | None:
+    """(T, T) True right of the diagonal for a causal model (drawn hatched); else None."""
+    if not maps.causal:
+        return None
+    return torch.ones(maps.seq_len, maps.seq_len, dtype=torch.bool).triu(1)
+
+
+def _thumb_cell(rows: int) -> int:
+    return max(2, THUMB_PX // max(rows, 1))
+
+
+class _ModelExplorer(Explorer):
+    """Model, text, layer and head controls shared by the three views of a pretrained model.
+
+    Switching the model swaps a default text for the other model's and keeps the layer and
+    head sliders within the model's sizes.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        text: str | None,
+        layer: int,
+        head: int,
+        *,
+        extra_controls: list[widgets.Widget],
+        body: list[widgets.Widget],
+        name: str,
+    ) -> None:
+        n_layers, n_heads = model_shape(model)  # refuses an unknown model loudly
+        self.model = dropdown("model", MODEL_NAMES, model, name="model")
+        self.text = widgets.Text(
+            value=DEFAULT_TEXTS[model] if text is None else text,
+            description="text",
+            continuous_update=False,  # one forward pass per text, not per key stroke
+            layout=widgets.Layout(width="480px"),
+        )
+        _named(self.text, "text")
+        self.layer = int_slider("layer", 0, n_layers - 1, layer, name="layer")
+        self.head = int_slider("head", 0, n_heads - 1, head, name="head")
+        if (self.layer.value, self.head.value) != (layer, head):
+            raise ValueError(
+                f"layer, head: expected layer in [0, {n_layers}) and head in [0, {n_heads}) "
+                f"for {model!r}, got ({layer}, {head})"
+            )
+        self._last_model = model
+        super().__init__(
+            controls=[self.model, self.text, self.layer, self.head, *extra_controls],
+            body=body,
+            name=name,
+        )
+
+    def _sync_controls(self) -> None:
+        model = self.model.value
+        if model != self._last_model:
+            if self.text.value == DEFAULT_TEXTS[self._last_model]:
+                self.text.value = DEFAULT_TEXTS[model]
+            self._last_model = model
+        n_layers, n_heads = model_shape(model)
+        clamp_slider(self.layer, n_layers - 1)
+        clamp_slider(self.head, n_heads - 1)
+
+    def _pick(self, layer: int, head: int) -> None:
+        """Open another head (a click on its thumbnail): both sliders, one refresh."""
+        with self.hold_refresh():
+            self.layer.value, self.head.value = layer, head
+        self.refresh()
+
+
+# --- the model view -----------------------------------------------------------------------------
+
+
+class ModelView(_ModelExplorer):
+    """Every layer x head of a model as thumbnails; the chosen head large, as lines and matrix.
+
+    Args:
+        model: "minilm" or "smollm2".
+        text: the text to read; None = the model's default text.
+        layer, head: the head opened large first.
+    """
+
+    def __init__(
+        self, model: str = "minilm", text: str | None = None, layer: int = 0, head: int = 0
+    ) -> None:
+        self.thumbs = _named(
+            Heatmap(title="every head (click one)", vmin=0.0, vmax=1.0, show_colorbar=False),
+            "thumbnails",
+            "principal",
+        )
+        self.thumbs.on_click(self._thumb_clicked)
+        self.lines = _named(TokenLines(), "panel-lines")
+        self.matrix = _named(
+            Heatmap(vmin=0.0, vmax=1.0, panel_size=LARGE_PX, colorbar_label="weight"),
+            "panel-weights",
+        )
+        self.readout = _named(widgets.HTML(), "readout")
+        self._sent: tuple[Any, ...] = ()
+        body = [
+            _scroll(self.thumbs, "thumbnails-box"),
+            self.readout,
+            panel_row([_scroll(self.lines, "lines-box"), self.matrix]),
+        ]
+        super().__init__(model, text, layer, head, extra_controls=[], body=body, name="model-view")
+        self.refresh()
+
+    def _thumb_clicked(self, _row: int, _col: int, panel: int) -> None:
+        self._pick(*divmod(panel, model_shape(self.model.value)[1]))
+
+    def _read_params(self) -> ModelViewParams:
+        return ModelViewParams(self.model.value, self.text.value, self.layer.value, self.head.value)
+
+    def _compute(self, params: ModelViewParams) -> ModelViewResult:
+        return explore_model_view(params)
+
+    def _draw(self, r: ModelViewResult) -> None:
+        maps, (layer, head) = r.maps, (r.params.layer, r.params.head)
+        titles = [f"{i}.{j}" for i in range(maps.n_layers) for j in range(maps.n_heads)]
+        titles[layer * maps.n_heads + head] = f"▶{layer}.{head}"
+        key = (maps, r.params.thumb_size)
+        if self._sent != key:  # a new text or model: the thumbnails travel once
+            rows = r.thumbnails.shape[-1]
+            self.thumbs.set_data(
+                r.thumbnails,
+                panel_titles=titles,
+                columns=maps.n_heads,
+                cell_size=_thumb_cell(rows),
+            )
+            self._sent = key
+        else:  # another head: only the marker in the titles moves
+            self.thumbs.panel_titles = titles
+        label = f"layer {layer}, head {head}"
+        self.lines.set_data(r.weights, maps.tokens, maps.tokens, title=label)
+        self.matrix.set_data(
+            r.weights,
+            _causal_masked(maps),
+            row_labels=maps.tokens,
+            col_labels=maps.tokens,
+            title=f"weights, {label}",
+        )
+        s = r.summary
+        self.readout.value = html.escape(
+            f"{maps.name}, {maps.n_layers} layers x {maps.n_heads} heads, {maps.seq_len} tokens. "
+            f"Opened: {label}. Mean weight on token 0: {s.sink_share:.3f}, on the previous "
+            f"token: {s.previous_token:.3f}, on itself: {s.self_weight:.3f}; largest weight: "
+            f"{s.max_weight:.3f}."
+        )
+
+    def _views(self) -> dict[str, Any]:
+        return {"thumbnails": self.thumbs, "lines": self.lines, "weights": self.matrix}
+
+
+# --- the head view ------------------------------------------------------------------------------
+
+
+class HeadView(_ModelExplorer):
+    """One head as lines between the tokens; click a token to list the keys it reads most.
+
+    The strip above shows every head of the chosen layer (click one to pick it). Hover a token
+    on the left to see only its lines; click it to keep it, and the readout lists its top keys.
+    """
+
+    def __init__(
+        self,
+        model: str = "minilm",
+        text: str | None = None,
+        layer: int = 0,
+        head: int = 0,
+        query: int = -1,
+    ) -> None:
+        self.strip = _named(
+            Heatmap(title="this layer's heads (click one)", vmin=0.0, vmax=1.0),
+            "layer-heads",
+        )
+        self.strip.on_click(lambda _row, _col, panel: self._pick(self.layer.value, panel))
+        self.lines = _named(TokenLines(selected=query), "panel-lines", "principal")
+        self.lines.observe(lambda _change: self.refresh(), names="selected")
+        self.readout = _named(widgets.HTML(), "readout")
+        self._sent: tuple[Any, ...] = ()
+        body = [self.strip, panel_row([_scroll(self.lines, "lines-box"), self.readout])]
+        super().__init__(model, text, layer, head, extra_controls=[], body=body, name="head-view")
+        self.refresh()
+
+    def _read_params(self) -> HeadViewParams:
+        t = len(encode_text(self.model.value, self.text.value))
+        query = self.lines.selected if self.lines.selected < t else -1
+        return HeadViewParams(
+            self.model.value, self.text.value, self.layer.value, self.head.value, query
+        )
+
+    def _compute(self, params: HeadViewParams) -> HeadViewResult:
+        return explore_head_view(params)
+
+    def _draw(self, r: HeadViewResult) -> None:
+        maps, p = r.maps, r.params
+        titles = [f"{'▶' if j == p.head else ''}head {j}" for j in range(maps.n_heads)]
+        key = (maps, p.layer)
+        if self._sent != key:  # the strip travels once per layer; a head moves only the marker
+            strip = thumbnail_maps(maps.weights[p.layer : p.layer + 1])  # (H, r, r)
+            self.strip.set_data(
+                strip,
+                panel_titles=titles,
+                columns=maps.n_heads,
+                cell_size=_thumb_cell(strip.shape[-1]),
+            )
+            self._sent = key
+        else:
+            self.strip.panel_titles = titles
+        label = f"layer {p.layer}, head {p.head}"
+        self.lines.set_data(r.weights, maps.tokens, maps.tokens, title=label)
+        s = r.summary
+        rows = [
+            ("head", label),
+            ("mean weight on token 0", f"{s.sink_share:.3f}"),
+            ("... on the previous token", f"{s.previous_token:.3f}"),
+        ]
+        if p.query >= 0:
+            rows.append((f"query {p.query} {maps.tokens[p.query]!r} reads", ""))
+            rows += [(f"  key {j} {tok!r}", f"{w:.3f}") for j, tok, w in r.top_keys]
+        else:
+            rows.append(("click a token on the left", "to list the keys it reads most"))
+        self.readout.value = table_html(rows)
+
+    def _views(self) -> dict[str, Any]:
+        return {"lines": self.lines, "layer_heads": self.strip}
+
+
+# --- the neuron view ----------------------------------------------------------------------------
+
+
+class NeuronView(_ModelExplorer):
+    """One query-key pair of one head: q, k, their elementwise product and its sum.
+
+    For SmolLM2 the panels show q and k before and after RoPE rotates them by their positions;
+    the bars sum q * k over each rotated pair of dimensions (2i, 2i + 1). The score the model
+    uses is the sum after RoPE; divided by sqrt(D) and softmaxed over the visible keys, it is
+    the weight the model's attention map holds (the readout shows both).
+    """
+
+    def __init__(
+        self,
+        model: str = "smollm2",
+        text: str | None = None,
+        layer: int = 0,
+        head: int = 0,
+        query: int = 1,
+        key: int = 0,
+    ) -> None:
+        t = len(encode_text(model, DEFAULT_TEXTS[model] if text is None else text))
+        self.query = int_slider("query", 0, t - 1, query, name="query")
+        self.key = int_slider("key", 0, t - 1, key, name="key")
+        refuse_clamped("query", self.query, query)
+        refuse_clamped("key", self.key, key)
+        self.vectors = _named(
+            Heatmap(title="q and k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
+            "panel-vectors",
+            "principal",
+        )
+        self.products = _named(
+            Heatmap(title="q * k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
+            "panel-products",
+        )
+        self.pairs = SeriesChart(name="panel-pairs", width=520, height=220)
+        self.readout = _named(widgets.HTML(), "readout")
+        body = [panel_row([widgets.VBox([self.vectors, self.products]), self.readout]), self.pairs]
+        super().__init__(
+            model,
+            text,
+            layer,
+            head,
+            extra_controls=[self.query, self.key],
+            body=body,
+            name="neuron-view",
+        )
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        super()._sync_controls()
+        t = len(encode_text(self.model.value, self.text.value))
+        for slider in (self.query, self.key):
+            clamp_slider(slider, t - 1)
+
+    def _read_params(self) -> NeuronParams:
+        return NeuronParams(
+            self.model.value,
+            self.text.value,
+            self.layer.value,
+            self.head.value,
+            self.query.value,
+            self.key.value,
+        )
+
+    def _compute(self, params: NeuronParams) -> NeuronResult:
+        return explore_neuron(params)
+
+    def _draw(self, r: NeuronResult) -> None:
+        d = r.q.shape[0]
+        cell = max(7, min(12, 384 // d))  # >= 7 px: the rows q and k get their labels
+        if r.rope:
+            vectors = torch.stack([torch.stack([r.q_raw, r.k_raw]), torch.stack([r.q, r.k])])
+            products = torch.stack([r.product_raw, r.product])[:, None]  # (2, 1, D)
+            titles = ["before RoPE", "after RoPE (what the model uses)"]
+            sums = [f"before RoPE: sum {r.score_raw:.2f}", f"after RoPE: sum {r.score:.2f}"]
+        else:
+            vectors = torch.stack([r.q, r.k])[None]  # (1, 2, D)
+            products = r.product[None, None]  # (1, 1, D)
+            titles, sums = ["no RoPE in this model"], [f"sum {r.score:.2f}"]
+        pair = f"query {r.params.query} {r.query_token!r}, key {r.params.key} {r.key_token!r}"
+        self.vectors.set_data(
+            vectors, row_labels=["q", "k"], panel_titles=titles, cell_size=cell,
+            title=f"q and k, {pair}",
+        )  # fmt: skip
+        self.products.set_data(
+            products, row_labels=["q*k"], panel_titles=sums, cell_size=cell,
+            title="q * k, dimension by dimension",
+        )  # fmt: skip
+        x = list(range(d // 2))
+        series = [{"name": "after RoPE", "values": r.pair.tolist(), "color": PALETTE[1]}]
+        if r.rope:
+            series.insert(
+                0, {"name": "before RoPE", "values": r.pair_raw.tolist(), "color": PALETTE[0]}
+            )
+        for s in series:
+            s["kind"] = "bar"
+        top = 1.1 * max(abs(v) for s in series for v in s["values"]) or 1.0  # 0 in the middle
+        if not r.rope:
+            series[0]["name"] = "q * k"
+        self.pairs.set_data(
+            x,
+            series,
+            title="q * k summed over each pair of dimensions (2i, 2i + 1)",
+            x_label=(
+                "pair i (RoPE turns pair i by position x base^(-2i/D))"
+                if r.rope
+                else "pair i of dimensions (2i, 2i + 1)"
+            ),
+            y_label="contribution to q.k",
+            y_range=[-top, top],
+            x_ticks=list(range(0, d // 2, max(1, d // 16))),
+            bar_mode="group",
+        )
+        rows = [
+            ("layer, head", f"{r.params.layer}, {r.params.head}"),
+            ("query", f"{r.params.query} {r.query_token!r}"),
+            ("key", f"{r.params.key} {r.key_token!r}"),
+        ]
+        if r.rope:
+            rows.append(("q.k before RoPE", f"{r.score_raw:.3f}"))
+        rows += [
+            ("q.k (the score)", f"{r.score:.3f}"),
+            (f"score / sqrt({d})", f"{r.scaled:.3f}"),
+            ("weight (softmax of the row)", f"{r.weight:.4f}"),
+            ("weight in the model's map", f"{r.model_weight:.4f}"),
+        ]
+        if r.masked:
+            rows.append(("masked", "the key comes after the query: weight 0"))
+        self.readout.value = table_html(rows)
+
+    def _views(self) -> dict[str, Any]:
+        return {"vectors": self.vectors, "products": self.products, "pairs": self.pairs}
