@@ -50,7 +50,12 @@ from .memory import (
 )
 from .multihead import MultiHeadAttention, MultiHeadResult, divisors, merge_heads, split_heads
 from .pooling import AttentionPool, MemorySlots, PoolingResult, TanhAttention, TanhAttentionResult
-from .positional import sinusoidal_positional_encoding
+from .positional import (
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    sinusoidal_positional_encoding,
+)
 from .transformer import (
     Decoder,
     DecoderResult,
@@ -89,6 +94,9 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "TransformerResult",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
     "cache_bytes",
     "causal_mask",
     "count_parameters",

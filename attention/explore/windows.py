@@ -1,0 +1,115 @@
+"""Sliding windows and attention sinks on a real model: perplexity under a chosen mask.
+
+SmolLM2's forward always applies a causal mask and RoPE's "interleaved" layout. To measure what
+a sliding window (attention.masks.sliding_window_mask), kept sink tokens (StreamingLLM) or a
+wrong RoPE layout does, `masked_logits` runs the model's own modules with a mask and a layout
+of our choosing; with the causal mask and the right layout it equals model(ids).logits.
+
+    perplexity = exp(mean over positions t of -log p(token t+1 | tokens the mask lets t see))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..functional import scaled_dot_product_attention
+from ..masks import causal_mask, sliding_window_mask
+from ..multihead import merge_heads, split_heads
+from ..positional import apply_rope
+
+
+@torch.no_grad()
+def masked_logits(
+    model: Any, ids: Tensor, mask: Tensor | None = None, *, rope_layout: str = "interleaved"
+) -> Tensor:
+    """SmolLM2's logits (B, T, V) with `mask` (T, T) instead of the causal mask.
+
+    Args:
+        model: a SmolLM2 from attention.models.load_pretrained("smollm2").
+        ids: (B, T) token ids.
+        mask: bool (T, T), True = may attend; None is causal_mask(T).
+        rope_layout: "interleaved" (how the file's weights are ordered) or "half" (wrong here).
+    """
+    cfg = model.cfg
+    t = ids.shape[1]
+    if mask is None:
+        mask = causal_mask(t)
+    positions = torch.arange(t)
+    rope = {"base": cfg.rope_base, "layout": rope_layout}
+    x = model.embed(ids)  # (B, T, M)
+    for layer in model.layers:
+        att, h = layer.attn, layer.attn_norm(x)
+        q = apply_rope(split_heads(att.q_proj(h), cfg.n_heads), positions, **rope)  # (B,H,T,D)
+        k = apply_rope(split_heads(att.k_proj(h), cfg.n_kv_heads), positions, **rope)  # Hkv
+        v = split_heads(att.v_proj(h), cfg.n_kv_heads)  # (B, Hkv, T, D)
+        heads = scaled_dot_product_attention(q, k, v, mask).output  # (B, H, T, D)
+        x = x + att.o_proj(merge_heads(heads))  # (B, T, M)
+        x = x + layer.ffn(layer.ffn_norm(x))
+    return F.linear(model.norm(x), model.embed.weight)  # (B, T, V), tied weights
+
+
+def token_losses(logits: Tensor, ids: Tensor) -> Tensor:
+    """-log p(ids[:, t + 1]) from logits[:, t]: (B, T - 1) in nats."""
+    return F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+
+
+@dataclass(frozen=True)
+class WindowRun:
+    """Perplexity of the text under one attention pattern."""
+
+    name: str  # "full", "window 64", "window 64 + 4 sinks"
+    window: int | None  # None = full causal attention
+    sinks: int
+    perplexity: float  # over the predictions of tokens start + 1 .. T - 1
+    losses: Tensor  # (T - 1,) nats per predicted token
+
+
+def window_run(
+    model: Any, ids: Tensor, window: int | None, sinks: int = 0, *, start: int = 0
+) -> WindowRun:
+    """Perplexity of ids (1, T) when each token sees the last `window` tokens (+ `sinks`).
+
+    start: score only the tokens after position `start` (the ones a window has cut off from
+    the beginning when start >= window), so short contexts do not dilute the comparison.
+    """
+    t = ids.shape[1]
+    if window is None:
+        mask, name = causal_mask(t), "full"
+    else:
+        mask = sliding_window_mask(t, window, sinks=sinks)
+        name = f"window {window}" + (f" + {sinks} sinks" if sinks else "")
+    losses = token_losses(masked_logits(model, ids, mask), ids)[0]  # (T - 1,)
+    return WindowRun(
+        name=name,
+        window=window,
+        sinks=sinks,
+        perplexity=math.exp(float(losses[start:].mean())),
+        losses=losses,
+    )
+
+
+def window_experiment(
+    model: Any, ids: Tensor, windows: Sequence[int], *, sinks: int = 4, start: int = 0
+) -> list[WindowRun]:
+    """Full attention, then each window alone and with `sinks` sink tokens, on the same text."""
+    runs = [window_run(model, ids, None, start=start)]
+    for w in windows:
+        runs.append(window_run(model, ids, w, start=start))
+        runs.append(window_run(model, ids, w, sinks, start=start))
+    return runs
+
+
+def first_token_attention(attentions: Sequence[Tensor], *, skip: int = 8) -> Tensor:
+    """(n_layers,) mean weight that queries at positions >= skip give to key 0, per layer.
+
+    attentions: the model's per-layer (B, H, T, T) maps. Uniform attention would give key 0
+    about 1 / position; much more is an attention sink.
+    """
+    return torch.stack([a[:, :, skip:, 0].mean() for a in attentions])

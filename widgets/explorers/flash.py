@@ -1,0 +1,357 @@
+"""FlashExplorer: step through FlashAttention's tiles and watch m, l and the output converge.
+
+Press "next tile" (or move the step slider) and one key tile is folded into one query tile:
+the tile map shows what is on chip, the bars show each query row's running max m and running
+sum l against their final values (dashed), and the output panel fills in row by row until it
+equals the exact softmax(S) V beside it. The byte counter compares what the tiles have moved
+so far with what naive attention moves, and a log-log chart shows both at real sizes.
+
+    from widgets.explorers.flash import FlashExplorer
+    FlashExplorer(seq_len=8, block_size=2)   # then press "next tile"; explorer.result
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import torch
+
+from attention.explore.flash_stepper import (
+    FLASH_SEQ_MAX,
+    REAL_BLOCK,
+    REAL_D_HEAD,
+    REAL_VALUE_BYTES,
+    FlashParams,
+    FlashStepperResult,
+    explore_flash,
+    flash_step_count,
+    min_block_size,
+)
+from attention.explore.kv_cache import human_bytes
+
+from ..views import Heatmap, SeriesChart
+from ..views.export import Exportable
+from ..views.style import DIVERGING_CMAP, PALETTE, css
+from .base import Explorer
+from .controls import clamp_slider, int_slider, panel_row, refuse_clamped, table_html, toggle
+
+NAIVE_COLOR, FLASH_COLOR = PALETTE[1], PALETTE[0]  # vermillion, blue
+FINAL_COLOR = "#777777"
+PANEL = 180  # px: the tile map, the weights and the outputs share one cell size
+
+
+class FlashExplorer(Explorer):
+    """FlashAttention's forward pass one (query tile, key tile) at a time.
+
+    Controls: seq_len (2..32), block_size (tile side; at most 16 tiles per side), causal, seed,
+    the step slider (0 = nothing read yet) and the buttons "next tile", "reset" and "run to the
+    end" (Tab to a button, then Enter or Space). `result` is the FlashStepperResult of
+    `attention.explore.explore_flash` for the current settings.
+    """
+
+    def __init__(
+        self,
+        seq_len: int = 8,
+        block_size: int = 2,
+        causal: bool = False,
+        seed: int = 0,
+        step: int = 0,
+    ) -> None:
+        FlashParams(seq_len=seq_len, block_size=block_size, causal=causal, seed=seed, step=step)
+        self.seq_len = int_slider("seq_len", 2, FLASH_SEQ_MAX, seq_len, name="seq-len")
+        self.block_size = int_slider("block size", 1, seq_len, block_size, name="block-size")
+        self.causal = toggle("causal", causal, name="causal")
+        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+        n = flash_step_count(seq_len, block_size, causal)
+        self.step = int_slider("step", 0, n, step, name="step")
+        for name, value in (("seq_len", seq_len), ("seed", seed)):
+            refuse_clamped(name, getattr(self, name), value)
+        self.next_button = _button("next tile", "step-forward", "next-button", self._next)
+        self.reset_button = _button("reset", "undo", "reset-button", self._reset)
+        self.end_button = _button("run to the end", "fast-forward", "end-button", self._to_end)
+
+        self.tiles = Heatmap(
+            title="tiles",
+            colormap="gray_r",
+            vmin=0.0,
+            vmax=2.0,
+            show_colorbar=False,
+            panel_size=PANEL,
+        )
+        self.tiles.add_class(css("tiles"))
+        self.weights = Heatmap(
+            title="softmax P (naive stores it all)",
+            vmin=0.0,
+            panel_size=PANEL,
+            colorbar_label="weight",
+        )
+        self.weights.add_class(css("weights"))
+        self.readout = _html("readout")
+        self.m_chart = SeriesChart(name="running-max", width=390, height=190)
+        self.l_chart = SeriesChart(name="running-sum", width=390, height=190)
+        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=PANEL)
+        self.outputs.add_class(css("outputs"))
+        self.traffic = SeriesChart(name="traffic", width=370, height=230)
+        self.scale = SeriesChart(name="traffic-scale", width=560, height=250, legend="right")
+        buttons = widgets.HBox([self.next_button, self.reset_button, self.end_button])
+        controls = [self.seq_len, self.block_size, self.causal, self.seed, self.step, buttons]
+        body = [
+            panel_row([self.m_chart, self.l_chart]),
+            panel_row([self.outputs, self.readout]),
+            panel_row([self.traffic, self.scale]),
+        ]
+        super().__init__(
+            controls=controls,
+            body=body,
+            name="flash-explorer",
+            principal=self.tiles,
+            beside=[self.weights],
+        )
+        self.refresh()
+
+    # Buttons -------------------------------------------------------------------------------
+    def _next(self) -> None:
+        self.step.value = min(self.step.value + 1, self.step.max)
+
+    def _reset(self) -> None:
+        self.step.value = 0
+
+    def _to_end(self) -> None:
+        self.step.value = self.step.max
+
+    # The loop ------------------------------------------------------------------------------
+    def _sync_controls(self) -> None:
+        t = self.seq_len.value
+        self.block_size.min = 1  # widen first, so the value is never outside [min, max]
+        clamp_slider(self.block_size, t)
+        low = min_block_size(t)
+        if self.block_size.value < low:
+            self.block_size.value = low
+        self.block_size.min = low
+        clamp_slider(self.step, flash_step_count(t, self.block_size.value, self.causal.value))
+
+    def _read_params(self) -> FlashParams:
+        return FlashParams(
+            seq_len=self.seq_len.value,
+            block_size=self.block_size.value,
+            causal=self.causal.value,
+            seed=self.seed.value,
+            step=self.step.value,
+        )
+
+    def _compute(self, params: FlashParams) -> FlashStepperResult:
+        return explore_flash(params)
+
+    def _draw(self, r: FlashStepperResult) -> None:
+        p = r.params
+        t = p.seq_len
+        q_labels = [f"q{i}" for i in range(t)]
+        k_labels = [f"k{j}" for j in range(t)]
+        if r.current is None:
+            where = "tiles: none read yet"
+        else:
+            where = f"tiles: ({r.current.i}, {r.current.j}) on chip"
+        self.tiles.set_data(
+            r.tile_state.float(),  # 0 not read, 1 read, 2 on chip
+            masked=r.skipped,
+            row_labels=q_labels,
+            col_labels=k_labels,
+            title=where,
+        )
+        self.weights.set_data(
+            r.weights, masked=~r.allowed, row_labels=q_labels, col_labels=k_labels
+        )
+        self._draw_state(r, q_labels)
+        self._draw_traffic(r)
+        self.readout.value = _readout_html(r)
+        self.next_button.disabled = p.step >= r.n_steps
+        self.end_button.disabled = p.step >= r.n_steps
+        self.reset_button.disabled = p.step == 0
+
+    def _draw_state(self, r: FlashStepperResult, q_labels: list[str]) -> None:
+        t = r.params.seq_len
+        rows = list(range(t))
+        m_now = torch.where(r.started, r.m, torch.nan)
+        l_now = torch.where(r.started, r.l, torch.nan)
+        ticks = [float(i) for i in rows]
+        common = dict(x_label="query row", x_ticks=ticks, x_tick_labels=q_labels, legend="right")
+        top_m = max(float(r.final_m.max()), 0.0)
+        low_m = min(float(r.final_m.min()), 0.0)
+        pad = 0.15 * (top_m - low_m or 1.0)
+        self.m_chart.set_data(
+            rows,
+            [
+                _series("m now", m_now, FLASH_COLOR, "bar"),
+                _series("final m", r.final_m, FINAL_COLOR, "line", dash=True),
+            ],
+            title="running max m (largest score seen)",
+            y_label="score",
+            y_range=[low_m - pad, top_m + pad],
+            **common,
+        )
+        self.l_chart.set_data(
+            rows,
+            [
+                _series("l now", l_now, FLASH_COLOR, "bar"),
+                _series("final l", r.final_l, FINAL_COLOR, "line", dash=True),
+            ],
+            title="running sum l = Σ exp(score − m)",
+            y_label="sum",
+            y_range=[0.0, 1.15 * float(r.final_l.max())],
+            **common,
+        )
+        lim = float(r.output.abs().max())
+        not_started = (~r.started)[:, None].expand(t, r.params.d_head)  # (T, D)
+        masked = torch.stack([not_started, torch.zeros_like(not_started)])  # (2, T, D)
+        done = int(r.finished.sum())
+        self.outputs.set_data(
+            torch.stack([r.partial, r.output]),  # (2, T, D)
+            masked=masked,
+            fully_masked=torch.zeros(2, t, dtype=torch.bool),
+            row_labels=q_labels,
+            col_labels=[f"d{j}" for j in range(r.params.d_head)],
+            panel_titles=["flash: acc / l so far", "exact: P @ V"],
+            title=f"output: {done} of {t} rows done, error {r.max_error:.0e}",
+            vmin=-lim,
+            vmax=lim,
+        )
+
+    def _draw_traffic(self, r: FlashStepperResult) -> None:
+        p = r.params
+        cumulative = [0.0]
+        for read, written in r.step_bytes:
+            cumulative.append(cumulative[-1] + read + written)
+        naive = float(r.naive.bytes_read + r.naive.bytes_written)
+        steps = list(range(r.n_steps + 1))
+        self.traffic.set_data(
+            steps,
+            [
+                {
+                    "name": "flash, moved so far",
+                    "values": cumulative,
+                    "color": FLASH_COLOR,
+                    "kind": "line",
+                },
+                {
+                    "name": "naive, all of it",
+                    "values": [naive] * len(steps),
+                    "color": NAIVE_COLOR,
+                    "kind": "line",
+                    "dash": True,
+                },
+            ],
+            title=f"bytes moved to and from the chip, T = {p.seq_len}, D = {p.d_head}",
+            x_label="step",
+            y_label="bytes",
+            y_range=[0.0, 1.45 * max(naive, cumulative[-1])],  # headroom: the legend
+            markers=[{"x": float(p.step), "label": f"step {p.step}"}],
+            legend="top-left",
+        )
+        c = r.curves
+        self.scale.set_data(
+            list(c.seq_lens),
+            [
+                _series("naive: bytes moved", c.naive_moved, NAIVE_COLOR, "line"),
+                _series("flash: bytes moved", c.flash_moved, FLASH_COLOR, "line"),
+                _series("naive: S and P stored", c.naive_stored, NAIVE_COLOR, "line", dash=True),
+                _series("flash: lse stored", c.flash_stored, FLASH_COLOR, "line", dash=True),
+            ],
+            title=(
+                f"one head at real sizes: D = {REAL_D_HEAD}, tiles of {REAL_BLOCK}, "
+                f"{REAL_VALUE_BYTES}-byte numbers"
+            ),
+            x_label="sequence length T",
+            y_label="bytes",
+            x_log=True,
+            y_log=True,
+            x_ticks=[256.0, 1024.0, 4096.0, 16384.0, 65536.0],
+            x_tick_labels=["256", "1k", "4k", "16k", "64k"],
+            y_ticks=[1e3, 1e6, 1e9, 1e12],
+        )
+
+    def _views(self) -> dict[str, Exportable]:
+        return {
+            "tiles": self.tiles,
+            "weights": self.weights,
+            "running_max": self.m_chart,
+            "running_sum": self.l_chart,
+            "outputs": self.outputs,
+            "traffic": self.traffic,
+            "traffic_scale": self.scale,
+        }
+
+
+def _readout_html(r: FlashStepperResult) -> str:
+    p, s = r.params, r.current
+    if s is None:
+        head = f"Step 0 of {r.n_steps}: nothing read yet. Press “next tile”."
+        this = ""
+    else:
+        (r0, r1), (c0, c1) = s.rows, s.cols
+        head = (
+            f"Step {p.step} of {r.n_steps}: query tile {s.i} (q{r0}–q{r1 - 1}) × "
+            f"key tile {s.j} (k{c0}–k{c1 - 1})."
+        )
+        what = "q, k and v tiles" if s.j == 0 else "k and v tiles"
+        wrote = f", wrote {s.bytes_written} B (output rows and lse)" if s.last else ", wrote 0 B"
+        this = f"This step read {s.bytes_read} B ({what}){wrote}."
+    n_stored = 2 * p.seq_len * p.seq_len
+    rows = [
+        [
+            "naive",
+            human_bytes(r.naive.bytes_read),
+            human_bytes(r.naive.bytes_written),
+            f"{human_bytes(r.naive.extra_bytes)} (S, P: {n_stored} numbers)",
+        ],
+        [
+            "flash so far",
+            human_bytes(r.bytes_read),
+            human_bytes(r.bytes_written),
+            f"{human_bytes(4 * int(r.finished.sum()))} (lse)",
+        ],
+        [
+            "flash, all steps",
+            human_bytes(r.flash_read_total),
+            human_bytes(r.flash_written_total),
+            f"{human_bytes(4 * p.seq_len)} (lse: {p.seq_len} numbers)",
+        ],
+    ]
+    on_chip = f"On chip at once: at most {p.block_size} × {p.block_size} scores"
+    ratio = (r.naive.bytes_read + r.naive.bytes_written) / max(
+        1, r.flash_read_total + r.flash_written_total
+    )
+    lines = [
+        f"<b>{html.escape(head)}</b>",
+        html.escape(this),
+        html.escape(f"{on_chip}, never the {p.seq_len} × {p.seq_len} matrix."),
+        html.escape(
+            "Tiles: black = on chip now, grey = read earlier, white = not read yet, "
+            "hatched = skipped (every key in the future)."
+        ),
+        table_html(rows, header=["float32", "read", "written", "kept in main memory"]),
+        html.escape(f"Naive moves {ratio:.2g}× the bytes flash moves here."),
+    ]
+    return "<br>".join(x for x in lines if x)
+
+
+def _series(name: str, values, color: str, kind: str, *, dash: bool = False) -> dict:
+    vals = values.tolist() if hasattr(values, "tolist") else list(values)
+    out = {"name": name, "values": [float(v) for v in vals], "color": color, "kind": kind}
+    if dash:
+        out["dash"] = True
+    return out
+
+
+def _button(description: str, icon: str, name: str, action) -> widgets.Button:
+    b = widgets.Button(description=description, icon=icon, layout={"width": "auto"})
+    b.add_class(css(name))
+    b.on_click(lambda _b: action())
+    return b
+
+
+def _html(name: str) -> widgets.HTML:
+    w = widgets.HTML("")
+    w.add_class(css(name))
+    w.layout.max_width = "430px"
+    return w

@@ -1,0 +1,263 @@
+"""KVCacheExplorer: how many bytes the key/value cache needs, and what GQA and MQA save.
+
+    bytes = 2 x layers x kv heads x head width x context x batch x bytes per number
+
+Pick a preset (SmolLM2-135M, Llama-2-7B, Llama-3-8B, Falcon-7B) or move the sliders; the bars
+compare every number of key/value heads the model allows, from MQA (1) through GQA to MHA (H),
+and the curves show the cache growing with the context. Arithmetic only: every update is
+instant. Speeds measured on a real model (attention.explore.kv_cache.measure_decoding, run once
+in lesson 14) can be passed in as `speed=` and are shown beside the sizes.
+
+    from widgets.explorers.kv_cache import KVCacheExplorer
+    KVCacheExplorer()            # SmolLM2's shape; explorer.result holds the bytes
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as widgets
+
+from attention.explore.kv_cache import (
+    KV_BATCH_MAX,
+    KV_CONTEXTS,
+    KV_D_HEAD_MAX,
+    KV_DTYPES,
+    KV_HEADS_MAX,
+    KV_LAYERS_MAX,
+    KV_PRESETS,
+    DecodingSpeed,
+    KVCacheParams,
+    KVCacheResult,
+    explore_kv_cache,
+    human_bytes,
+)
+from attention.multihead import divisors
+
+from ..views import SeriesChart
+from ..views.export import Exportable
+from ..views.style import PALETTE, css
+from .base import Explorer
+from .controls import dropdown, int_slider, set_options, table_html
+
+CUSTOM = "custom"
+KIND_COLORS = {"MHA": PALETTE[1], "GQA": PALETTE[0], "MQA": PALETTE[2]}  # vermillion, blue, green
+GIB = 1024**3
+
+
+class KVCacheExplorer(Explorer):
+    """Cache bytes for a model shape, context, batch and number type; MHA vs GQA vs MQA.
+
+    Controls: preset (sets the four shape sliders; moving one shows "custom"), layers, query
+    heads, kv heads (only divisors of the query heads), head width, context (tokens), batch and
+    the number type. `result` is the KVCacheResult of `attention.explore.explore_kv_cache`.
+
+    Args:
+        preset: a key of KV_PRESETS, or "custom" to start from the keyword values.
+        speed: a DecodingSpeed measured on a real model, shown in the readout (optional).
+    """
+
+    def __init__(
+        self,
+        preset: str = "SmolLM2-135M",
+        *,
+        n_layers: int = 30,
+        n_heads: int = 9,
+        n_kv_heads: int = 3,
+        d_head: int = 64,
+        seq_len: int = 2048,
+        batch: int = 1,
+        dtype: str = "float32",
+        speed: DecodingSpeed | None = None,
+    ) -> None:
+        if preset != CUSTOM:
+            if preset not in KV_PRESETS:
+                raise ValueError(f"preset: expected one of {[CUSTOM, *KV_PRESETS]}, got {preset!r}")
+            shape = KV_PRESETS[preset]
+            n_layers, n_heads = shape.n_layers, shape.n_heads
+            n_kv_heads, d_head = shape.n_kv_heads, shape.d_head
+        if seq_len not in KV_CONTEXTS:
+            raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {seq_len}")
+        KVCacheParams(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, dtype)
+        self.speed = speed
+        self.preset = dropdown("preset", [CUSTOM, *KV_PRESETS], preset, name="preset")
+        # observed before the Explorer watches it: the sliders move first, then one refresh
+        self.preset.observe(lambda _c: self._apply_preset(), names="value")
+        self.n_layers = int_slider("layers", 1, KV_LAYERS_MAX, n_layers, name="n-layers")
+        self.n_heads = int_slider("query heads H", 1, KV_HEADS_MAX, n_heads, name="n-heads")
+        self.n_kv_heads = dropdown("kv heads Hkv", divisors(n_heads), n_kv_heads, name="n-kv-heads")
+        self.d_head = int_slider("head width D", 1, KV_D_HEAD_MAX, d_head, name="d-head")
+        self.seq_len = widgets.SelectionSlider(
+            options=list(KV_CONTEXTS),
+            value=seq_len,
+            description="context (tokens)",
+            continuous_update=True,
+            style={"description_width": "initial"},
+            layout={"width": "260px"},
+        )
+        self.seq_len.add_class(css("context"))
+        self.batch = int_slider("batch", 1, KV_BATCH_MAX, batch, name="batch")
+        self.dtype = dropdown("numbers", list(KV_DTYPES), dtype, name="dtype")
+
+        self.bars = SeriesChart(name="variants", width=370, height=250)
+        self.curves = SeriesChart(name="by-context", width=420, height=250, legend="top-left")
+        self.readout = widgets.HTML("")
+        self.readout.add_class(css("readout"))
+        self.readout.layout.max_width = "820px"
+        controls = [
+            self.preset,
+            self.n_layers,
+            self.n_heads,
+            self.n_kv_heads,
+            self.d_head,
+            self.seq_len,
+            self.batch,
+            self.dtype,
+        ]
+        super().__init__(
+            controls=controls,
+            body=[self.curves],
+            name="kv-cache-explorer",
+            principal=self.bars,
+            beside=[self.readout],
+        )
+        self.refresh()
+
+    def _apply_preset(self) -> None:
+        if self.preset.value == CUSTOM:
+            return
+        shape = KV_PRESETS[self.preset.value]
+        with self.hold_refresh():
+            self.n_layers.value = shape.n_layers
+            self.n_heads.value = shape.n_heads
+            set_options(self.n_kv_heads, divisors(shape.n_heads), shape.n_kv_heads)
+            self.d_head.value = shape.d_head
+        # the Explorer's own watcher, registered after this one, refreshes once
+
+    def _sync_controls(self) -> None:
+        set_options(self.n_kv_heads, divisors(self.n_heads.value), self.n_kv_heads.value)
+        name = self.preset.value
+        if name != CUSTOM:
+            shape = KV_PRESETS[name]
+            now = (self.n_layers.value, self.n_heads.value, self.n_kv_heads.value)
+            if now + (self.d_head.value,) != (
+                shape.n_layers,
+                shape.n_heads,
+                shape.n_kv_heads,
+                shape.d_head,
+            ):
+                self.preset.value = CUSTOM
+
+    def _read_params(self) -> KVCacheParams:
+        return KVCacheParams(
+            n_layers=self.n_layers.value,
+            n_heads=self.n_heads.value,
+            n_kv_heads=self.n_kv_heads.value,
+            d_head=self.d_head.value,
+            seq_len=self.seq_len.value,
+            batch=self.batch.value,
+            dtype=self.dtype.value,
+        )
+
+    def _compute(self, params: KVCacheParams) -> KVCacheResult:
+        return explore_kv_cache(params)
+
+    def _draw(self, r: KVCacheResult) -> None:
+        p = r.params
+        xs = list(range(len(r.variants)))
+        chosen = next(i for i, v in enumerate(r.variants) if v.n_kv_heads == p.n_kv_heads)
+        gib = [v.bytes / GIB for v in r.variants]
+        kinds = [v.name.split()[0] for v in r.variants]  # "MQA", "GQA", "MHA"
+        self.bars.set_data(
+            xs,
+            [
+                {
+                    "name": kind,
+                    "values": [
+                        g if k == kind else math.nan for g, k in zip(gib, kinds, strict=True)
+                    ],
+                    "color": KIND_COLORS[kind],
+                    "kind": "bar",
+                }
+                for kind in dict.fromkeys(kinds)  # one colour per kind, in x order
+            ],
+            title=f"cache at {p.seq_len} tokens: {human_bytes(r.bytes)} with {r.kind}",
+            x_label="attention (kv heads)",
+            y_label="GiB",
+            x_ticks=[float(x) for x in xs],
+            x_tick_labels=[v.name for v in r.variants],
+            y_range=[0.0, 1.5 * max(gib)],  # headroom: the legend
+            markers=[{"x": float(chosen), "label": "yours"}],
+        )
+        mha, mqa = r.variants[-1], r.variants[0]
+        lines = [(f"{r.kind} ({p.n_kv_heads}), yours", r.variants[chosen], KIND_COLORS[r.kind])]
+        if r.kind != "MHA":
+            lines.insert(0, (mha.name, mha, KIND_COLORS["MHA"]))
+        if r.kind != "MQA":
+            lines.append((mqa.name, mqa, KIND_COLORS["MQA"]))
+        self.curves.set_data(
+            list(KV_CONTEXTS),
+            [
+                {
+                    "name": name,
+                    "values": [b / GIB for b in v.by_context],
+                    "color": color,
+                    "kind": "line",
+                    **({"dash": True} if "yours" not in name else {}),
+                }
+                for name, v, color in lines
+            ],
+            title=f"cache against context (batch {p.batch}, {p.dtype})",
+            x_label="context (tokens)",
+            y_label="GiB",
+            x_log=True,
+            y_log=True,
+            x_ticks=[64.0, 512.0, 4096.0, 32768.0],
+            x_tick_labels=["64", "512", "4k", "32k"],
+            y_ticks=_decades([b / GIB for _, v, _ in lines for b in v.by_context]),
+            markers=[{"x": float(p.seq_len), "label": f"{p.seq_len} tokens"}],
+        )
+        self.readout.value = _readout_html(r, self.speed)
+
+    def _views(self) -> dict[str, Exportable]:
+        return {"variants": self.bars, "by_context": self.curves}
+
+
+def _decades(values: list[float]) -> list[float]:
+    """Powers of ten spanning the values: the ticks of a log axis."""
+    low = math.floor(math.log10(min(values)))
+    high = math.ceil(math.log10(max(values)))
+    return [10.0**k for k in range(low, high + 1)]
+
+
+def _readout_html(r: KVCacheResult, speed: DecodingSpeed | None) -> str:
+    p = r.params
+    formula = (
+        f"2 × {p.n_layers} layers × {p.n_kv_heads} kv heads × {p.d_head} × "
+        f"{p.seq_len} tokens × batch {p.batch} × {KV_DTYPES[p.dtype]:g} B"
+    )
+    lines = [
+        f"<b>{html.escape(r.kind)}: cache = {html.escape(human_bytes(r.bytes))}</b> "
+        f"= {html.escape(formula)}",
+        html.escape(
+            f"Per token: {human_bytes(r.bytes_per_token)}; per layer: "
+            f"{human_bytes(r.bytes_per_layer)}. Each kv head serves {r.group_size} query "
+            f"head{'s' if r.group_size > 1 else ''}: {r.group_size}× smaller than MHA "
+            f"({human_bytes(r.mha_bytes)})."
+        ),
+    ]
+    if speed is not None:
+        later = speed.next_token_seconds
+        rows = [
+            ["with the cache", f"{speed.cached_tokens_per_s:.2f}", f"{later[0]:.3f}"],
+            ["without", f"{speed.uncached_tokens_per_s:.2f}", f"{later[1]:.3f}"],
+        ]
+        lines.append(
+            html.escape(
+                f"Measured on SmolLM2 ({speed.prompt_tokens}-token prompt, "
+                f"{speed.new_tokens} new tokens, {speed.speedup:.1f}× faster with the cache):"
+            )
+            + table_html(rows, header=["greedy decoding", "tokens/s", "s per later token"])
+        )
+    return "<br>".join(lines)

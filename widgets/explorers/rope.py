@@ -1,0 +1,225 @@
+"""RopeExplorer: rotary position embedding as turning pairs, its two layouts, and ALiBi.
+
+The same query vector sits at every position m and the same key vector at every position n.
+RoPE turns each 2-D pair of features by an angle proportional to the position, so the score
+rope(q, m) . rope(k, n) depends only on m - n: the score map is constant along its diagonals.
+The two layouts pair different features ("half": i with i + D/2; "interleaved": 2i with 2i + 1);
+rotate q with one and k with the other and the diagonals break. ALiBi instead adds
+-slope_h x distance to each head's scores.
+
+    from widgets.explorers.rope import RopeExplorer
+    RopeExplorer(d_head=16, seq_len=16)      # explorer.result holds the numbers
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import numpy as np
+
+from attention.explore.positions import (
+    ALIBI_HEADS_MAX,
+    ROPE_BASE_RANGE,
+    ROPE_D_MAX,
+    ROPE_LAYOUTS,
+    ROPE_SEQ_MAX,
+    RopeParams,
+    RopeResult,
+    explore_rope,
+    pair_features,
+)
+
+from ..views import Heatmap, SeriesChart
+from ..views.export import Exportable
+from ..views.style import DIVERGING_CMAP, PALETTE, css
+from .base import Explorer
+from .controls import clamp_slider, float_slider, int_slider, panel_row, refuse_clamped
+
+LAYOUT_COLORS = {"half": PALETTE[0], "interleaved": PALETTE[2]}
+MIXED_COLOR = PALETTE[1]
+PANEL_TITLES = ("both half", "both interleaved", "q half, k interleaved")  # short: 3 panels
+
+
+class RopeExplorer(Explorer):
+    """RoPE score maps for matched and mixed layouts, one pair turning, and ALiBi's biases.
+
+    Controls: head width D (even, 2..64), positions T (2..64), RoPE base (log, 10..1e6), the
+    pair followed by the rotation chart, the seed of q and k, and the ALiBi heads (1..16).
+    `result` is the RopeResult of `attention.explore.explore_rope`.
+    """
+
+    def __init__(
+        self,
+        d_head: int = 16,
+        seq_len: int = 16,
+        base: float = 10000.0,
+        pair: int = 1,
+        seed: int = 0,
+        alibi_heads: int = 4,
+    ) -> None:
+        RopeParams(d_head, seq_len, base, pair, seed, alibi_heads)
+        self.d_head = int_slider("head width D", 2, ROPE_D_MAX, d_head, name="d-head")
+        self.d_head.step = 2
+        self.seq_len = int_slider("positions T", 2, ROPE_SEQ_MAX, seq_len, name="seq-len")
+        lo, hi = ROPE_BASE_RANGE
+        self.base = float_slider("RoPE base", lo, hi, base, name="base", log=True, step=0.05)
+        self.pair = int_slider("pair i", 0, d_head // 2 - 1, pair, name="pair")
+        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+        self.alibi_heads = int_slider("ALiBi heads", 1, ALIBI_HEADS_MAX, alibi_heads, name="heads")
+        for name, value in (("seq_len", seq_len), ("base", base), ("seed", seed)):
+            refuse_clamped(name, getattr(self, name), value)
+
+        self.scores = Heatmap(
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=112, colorbar_label="q·k"
+        )
+        self.scores.add_class(css("scores"))
+        self.pairing = Heatmap(
+            colormap="gray_r", vmin=0.0, vmax=2.0, show_colorbar=False, panel_size=150
+        )
+        self.pairing.add_class(css("pairing"))
+        self.offsets = SeriesChart(name="by-offset", width=440, height=230, legend="right")
+        self.rotation = SeriesChart(name="rotation", width=440, height=230, legend="right")
+        self.alibi = Heatmap(colormap="magma", vmax=0.0, panel_size=130, colorbar_label="bias")
+        self.alibi.add_class(css("alibi"))
+        self.alibi_chart = SeriesChart(name="alibi-weights", width=440, height=230, legend="right")
+        self.readout = widgets.HTML("")
+        self.readout.add_class(css("readout"))
+        controls = [self.d_head, self.seq_len, self.base, self.pair, self.seed, self.alibi_heads]
+        body = [
+            self.readout,
+            panel_row([self.offsets, self.pairing]),
+            panel_row([self.rotation]),
+            panel_row([self.alibi, self.alibi_chart]),
+        ]
+        super().__init__(controls=controls, body=body, name="rope-explorer", principal=self.scores)
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        if self.d_head.value % 2:  # a typed odd width: RoPE needs pairs
+            self.d_head.value += 1
+        clamp_slider(self.pair, self.d_head.value // 2 - 1)
+
+    def _read_params(self) -> RopeParams:
+        return RopeParams(
+            d_head=self.d_head.value,
+            seq_len=self.seq_len.value,
+            base=float(self.base.value),
+            pair=self.pair.value,
+            seed=self.seed.value,
+            alibi_heads=self.alibi_heads.value,
+        )
+
+    def _compute(self, params: RopeParams) -> RopeResult:
+        return explore_rope(params)
+
+    def _draw(self, r: RopeResult) -> None:
+        p = r.params
+        t, d = p.seq_len, p.d_head
+        panels = [r.matched["half"], r.matched["interleaved"], r.mixed]
+        self.scores.set_data(
+            np.stack([s.scores.numpy() for s in panels]),  # (3, T, T)
+            row_labels=[f"m={i}" for i in range(t)],
+            col_labels=[f"n={j}" for j in range(t)],
+            panel_titles=list(PANEL_TITLES),
+            title="rope(q, m) · rope(k, n), m = row, n = column",
+            columns=3,
+        )
+        offsets = r.mixed.offsets.tolist()
+        series = [
+            _line(f"both {lay}", r.matched[lay].offset_mean, LAYOUT_COLORS[lay])
+            for lay in ROPE_LAYOUTS
+        ]
+        series += [
+            _line("mixed: lowest", r.mixed.offset_min, MIXED_COLOR, dash=True),
+            _line("mixed: highest", r.mixed.offset_max, MIXED_COLOR, dash=True),
+        ]
+        self.offsets.set_data(
+            offsets,
+            series,
+            title="score on each diagonal m − n (matched: one value; mixed: a range)",
+            x_label="offset m − n",
+            y_label="q·k",
+        )
+        chosen = [pair_features(d, p.pair, lay) for lay in ROPE_LAYOUTS]
+        self.pairing.set_data(
+            r.pair_marks,
+            row_labels=[f"f{i}" for i in range(d)],
+            col_labels=[str(i) for i in range(d // 2)],
+            panel_titles=list(ROPE_LAYOUTS),
+            title=(
+                f"features (rows) of each pair (columns); pair {p.pair}: "
+                f"f{chosen[0][0]}, f{chosen[0][1]} or f{chosen[1][0]}, f{chosen[1][1]}"
+            ),
+            columns=2,
+        )
+        a, b = chosen[0]
+        theta = float(r.angles[p.pair])
+        self.rotation.set_data(
+            list(range(t)),
+            [
+                _line(f"feature f{a}", r.pair_xy[:, 0], PALETTE[0]),
+                _line(f"feature f{b}", r.pair_xy[:, 1], PALETTE[2]),
+                _line("length of the pair", np.full(t, r.pair_radius), "#777777", dash=True),
+            ],
+            title=f"pair {p.pair} of rope(q, m), half layout: turns {theta:.3g} rad per position",
+            x_label="position m",
+            y_label="value",
+        )
+        h = p.alibi_heads
+        self.alibi.set_data(
+            r.alibi_bias,
+            masked=~r.causal,
+            fully_masked=np.zeros((h, t), dtype=bool),
+            row_labels=[f"m={i}" for i in range(t)],
+            col_labels=[f"n={j}" for j in range(t)],
+            panel_titles=[f"head {k}: slope {float(s):.3g}" for k, s in enumerate(r.alibi_slopes)],
+            title="ALiBi: −slope × (m − n) added to the scores (causal)",
+            vmin=-float(r.alibi_slopes[0]) * (t - 1),  # the steepest head, farthest key
+        )
+        self.alibi_chart.set_data(
+            list(range(t)),
+            [_line(f"head {k}", r.alibi_weights[k], PALETTE[k % len(PALETTE)]) for k in range(h)],
+            title=f"weights of the last query (m = {t - 1}) from the bias alone",
+            x_label="key position n",
+            y_label="weight",
+        )
+        self.readout.value = _readout_html(r)
+
+    def _views(self) -> dict[str, Exportable]:
+        return {
+            "scores": self.scores,
+            "by_offset": self.offsets,
+            "pairing": self.pairing,
+            "rotation": self.rotation,
+            "alibi": self.alibi,
+            "alibi_weights": self.alibi_chart,
+        }
+
+
+def _line(name: str, values, color: str, *, dash: bool = False) -> dict:
+    out = {
+        "name": name,
+        "values": [float(v) for v in values.tolist()],
+        "color": color,
+        "kind": "line",
+    }
+    if dash:
+        out["dash"] = True
+    return out
+
+
+def _readout_html(r: RopeResult) -> str:
+    def verdict(s) -> str:
+        how = "depends only on m − n" if s.relative else "NOT a function of m − n"
+        return f"{s.name}: largest spread along a diagonal {s.spread:.2g} → {how}"
+
+    p = r.params
+    slopes = ", ".join(f"{float(s):.3g}" for s in r.alibi_slopes)
+    head = (
+        f"D = {p.d_head} features in {p.d_head // 2} pairs, T = {p.seq_len} positions, "
+        f"base {p.base:.3g}: pair i turns base^(−2i/D) rad per position."
+    )
+    lines = [head] + [verdict(r.matched[lay]) for lay in ROPE_LAYOUTS] + [verdict(r.mixed)]
+    lines.append(f"ALiBi slopes ({r.params.alibi_heads} heads): {slopes}")
+    return "<br>".join(html.escape(x) for x in lines)
