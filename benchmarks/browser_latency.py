@@ -1,22 +1,30 @@
 """Key press -> changed figure, in headless Chromium + JupyterLab: median of N presses each.
 
-    python benchmarks/browser_latency.py [--presses 12]
+    python benchmarks/browser_latency.py [--presses 12] [--baseline DIR] [--json FILE]
 
 Measures, in one run on one server and one browser (the same set-up as the browser tests,
 tests/browser/harness.py):
   bare      slider -> text label: the floor of any widget that goes through the kernel
   naive     `interactive` + a fresh inline matplotlib 8x8 heatmap per move (the tutorial way)
-  explorer  widgets.AttentionExplorer at a teaching size, and at seq_len 64 with all panels
-            (seed slider; timed until every heatmap panel has redrawn)
-and prints a table with the ratios the Widgets issue sets goals for: explorer / bare <= 1.5,
-naive / explorer >= 3. Each time runs from the keydown event to the first animation frame
-showing the change, measured inside the page, so it includes up to one frame of polling.
+  explorer  widgets.AttentionExplorer at seq_len 8 and at seq_len 64 (all panels shown), for
+            each slider the course is about: seed, seq_len, d_k, n_heads, mask and the
+            inspected head; timed until every panel that the move changes has redrawn
+and prints a table with each time's ratio to the bare round trip (goal: <= 1.5) and naive /
+explorer (goal: >= 3). Each time runs from the keydown event to the first animation frame
+showing the change, measured inside the page, so it includes up to one frame of polling. The
+cases are interleaved, round after round, so load from elsewhere on the machine hits them alike.
+
+--baseline DIR measures a second copy of the `widgets` package (e.g. an older commit's:
+`git archive <rev> widgets | tar -x -C /tmp/old`, then `--baseline /tmp/old/widgets`) in the
+same notebook, interleaved with the current one, and prints both columns side by side: a
+before/after comparison that machine load cannot bias.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,6 +40,7 @@ from tests.browser_setup import unavailable_reason  # noqa: E402
 
 NOTEBOOK = "bench_latency.ipynb"
 VIEWPORT = {"width": 1400, "height": 1400}  # the 64-token explorer fits, so it is painted
+BASELINE_PACKAGE = "widgets_baseline"  # the --baseline copy, importable from the served root
 
 BARE_CELL = """\
 import ipywidgets as ipw
@@ -71,18 +80,51 @@ naive.children[0].add_class("bench-naive-slider")
 naive.children[-1].add_class("bench-naive-figure")
 naive"""
 
-EXPLORER_CELLS = [
-    """\
-from widgets import AttentionExplorer
+# Two explorers per size, so that moving d_k never changes what another case starts from
+# (d_k 16 -> 17 leaves one head: divisors of 17). "main" (d_k 16, two heads): seed, seq_len,
+# n_heads 2 <-> 4, mask none <-> causal, head 0 <-> 1; "dk" (one head): d_k 16 <-> 17.
+EXPLORERS = {
+    "main": "n_heads=2",
+    "dk": "n_heads=1",
+}
+SIZES = (8, 64)
 
-teaching = AttentionExplorer(seq_len=8)
-teaching.add_class("bench-teaching")
-teaching""",
-    """\
-large = AttentionExplorer(seq_len=64)
-large.add_class("bench-large")
-large""",
-]
+ALL_PANELS = (
+    "q",
+    "k",
+    "raw-scores",
+    "scores",
+    "weights",
+    "output",
+    "per-head",
+)
+
+
+@dataclass(frozen=True)
+class Slider:
+    name: str  # as printed
+    explorer: str  # key of EXPLORERS
+    control: str  # CSS class of the control
+    panels: tuple[str, ...]  # the panels a move changes (ac-panel-<name>)
+    keys: tuple[str, str] = ("ArrowRight", "ArrowLeft")  # alternated, so it stays in range
+
+
+SLIDERS = (
+    Slider("seed", "main", "ac-seed", ALL_PANELS),
+    Slider("seq_len", "main", "ac-seq-len", ALL_PANELS),
+    Slider("d_k", "dk", "ac-d-k", ALL_PANELS),
+    Slider("n_heads", "main", "ac-n-heads", ALL_PANELS, ("ArrowDown", "ArrowUp")),
+    # none <-> causal: Q, K and the raw scores stay as they are
+    Slider(
+        "mask",
+        "main",
+        "ac-mask",
+        ("scores", "weights", "output", "per-head"),
+        ("ArrowDown", "ArrowUp"),
+    ),  # fmt: skip
+    # head 0 <-> 1: the merged output and the small multiples of every head stay
+    Slider("head", "main", "ac-head", ("q", "k", "raw-scores", "scores", "weights")),
+)
 
 
 @dataclass(frozen=True)
@@ -90,16 +132,54 @@ class Case:
     name: str
     control: str  # CSS selector of the control pressed
     targets: str  # CSS selector of the element(s) that must all change
+    keys: tuple[str, str] = ("ArrowRight", "ArrowLeft")  # there, and back
+    nth: tuple[int, int] = (0, 0)  # which match of `control` each of the two keys goes to
 
 
 BARE = Case("bare round trip (slider -> label)", ".bench-bare-slider", ".bench-bare-label")
 NAIVE = Case("naive interact + inline 8x8 heatmap", ".bench-naive-slider", ".bench-naive-figure")
-EXPLORER_TEACHING = Case(
-    "AttentionExplorer seq_len=8", ".bench-teaching .ac-seed", ".bench-teaching .ac-heatmap"
-)
-EXPLORER_LARGE = Case(
-    "AttentionExplorer seq_len=64, all panels", ".bench-large .ac-seed", ".bench-large .ac-heatmap"
-)
+
+
+def explorer_class(package: str, explorer: str, size: int) -> str:
+    return f"bench-{package.replace('_', '-')}-{explorer}-{size}"
+
+
+def explorer_cells(package: str) -> list[str]:
+    cells = [f"import {package}"]
+    for size in SIZES:
+        for explorer, settings in EXPLORERS.items():
+            name = explorer_class(package, explorer, size)
+            var = name.replace("-", "_")
+            cells.append(
+                f"{var} = {package}.AttentionExplorer(seq_len={size}, {settings})\n"
+                f'{var}.add_class("{name}")\n{var}'
+            )
+    return cells
+
+
+def explorer_cases(package: str) -> list[Case]:
+    cases = []
+    for size in SIZES:
+        for s in SLIDERS:
+            scope = "." + explorer_class(package, s.explorer, size)
+            # at seq_len 64 (the maximum) the first press goes down, then back up
+            keys = s.keys[::-1] if s.name == "seq_len" and size == max(SIZES) else s.keys
+            targets = ", ".join(f"{scope} .ac-panel-{p}" for p in s.panels)
+            label = f"{package}: " if package != "widgets" else ""
+            cases.append(Case(f"{label}{s.name} @ {size}", f"{scope} .{s.control}",
+                              targets, keys))  # fmt: skip
+    return cases
+
+
+def as_pressed(page, case: Case) -> Case:
+    """The case as the page can press it: a row of toggle buttons (an older explorer's mask)
+    takes Enter on its second button, then on its first, instead of the arrow keys."""
+    from dataclasses import replace
+
+    control = page.locator(case.control).first
+    if control.locator("select, .noUi-handle").count() or not control.locator("button").count():
+        return case
+    return replace(case, control=f"{case.control} button", keys=("Enter", "Enter"), nth=(1, 0))
 
 
 def explorer_available() -> bool:
@@ -110,11 +190,13 @@ def explorer_available() -> bool:
     return hasattr(widgets, "AttentionExplorer")
 
 
-def write_notebook(path: Path, with_explorer: bool) -> None:
+def write_notebook(path: Path, packages: list[str]) -> None:
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    cells = [BARE_CELL, NAIVE_CELL, *(EXPLORER_CELLS if with_explorer else [])]
+    cells = [BARE_CELL, NAIVE_CELL]
+    for package in packages:
+        cells += explorer_cells(package)
     nb = new_notebook(
         cells=[new_code_cell(source) for source in cells],
         metadata={
@@ -137,17 +219,13 @@ def wait_kernel_idle(notebook: harness.LabNotebook) -> None:
 def measure(
     notebook: harness.LabNotebook, cases: list[Case], presses: int, warmup: int = 2
 ) -> dict[str, list[float]]:
-    """Press each case's control in turn, round after round, and time each press.
-
-    Interleaving the cases means a burst of load from elsewhere on the machine hits all of
-    them alike, so the ratios stay meaningful even when the absolute times wander.
-    """
+    """Press each case's control in turn, round after round, and time each press."""
     page = notebook.page
     times: dict[str, list[float]] = {case.name: [] for case in cases}
     for round_ in range(warmup + presses):
-        key = "ArrowRight" if round_ % 2 == 0 else "ArrowLeft"  # stays inside the slider range
         for case in cases:
-            control = page.locator(case.control).first
+            key = case.keys[round_ % 2]  # there and back: stays inside the control's range
+            control = page.locator(case.control).nth(case.nth[round_ % 2])
             targets = page.locator(case.targets)
             targets.first.scroll_into_view_if_needed()
             wait_kernel_idle(notebook)
@@ -157,15 +235,18 @@ def measure(
     return times
 
 
-def run(presses: int) -> dict[str, list[float]]:
+def run(presses: int, baseline: Path | None = None) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
-    with_explorer = explorer_available()
+    packages = ["widgets"] if explorer_available() else []
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="browser-latency-") as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
-        write_notebook(root / NOTEBOOK, with_explorer)
+        if baseline is not None:
+            shutil.copytree(baseline, root / BASELINE_PACKAGE)
+            packages.append(BASELINE_PACKAGE)
+        write_notebook(root / NOTEBOOK, packages)
         server = harness.start_jupyterlab(root, Path(tmp) / "state")
         try:
             with sync_playwright() as playwright:
@@ -176,9 +257,9 @@ def run(presses: int) -> dict[str, list[float]]:
                 errors = notebook.error_cells()
                 if errors:
                     raise SystemExit(f"benchmark notebook failed: {'; '.join(map(str, errors))}")
-                cases = [BARE, NAIVE] + (
-                    [EXPLORER_TEACHING, EXPLORER_LARGE] if with_explorer else []
-                )
+                cases = [BARE, NAIVE]
+                for package in packages:
+                    cases += [as_pressed(page, case) for case in explorer_cases(package)]
                 results = measure(notebook, cases, presses)
                 browser.close()
         finally:
@@ -186,28 +267,53 @@ def run(presses: int) -> dict[str, list[float]]:
     return results
 
 
+def paired_ratio(times: list[float], bare: list[float]) -> float:
+    """Median over rounds of this case's time over the bare round trip's in the same round.
+
+    Load from elsewhere on the machine comes and goes over seconds; within one round the two
+    presses are close in time, so their ratio wanders much less than either time does.
+    """
+    return statistics.median(t / b for t, b in zip(times, bare, strict=False))
+
+
 def report(results: dict[str, list[float]], presses: int, seconds: float) -> str:
     medians = {name: statistics.median(times) for name, times in results.items()}
+    bare, naive = medians[BARE.name], medians[NAIVE.name]
+    ratio = {name: paired_ratio(times, results[BARE.name]) for name, times in results.items()}
     lines = [
         f"Key press -> changed figure, headless Chromium + JupyterLab, median of {presses} "
-        f"presses (ms; min-max)",
+        "presses (ms; min-max); x bare: the median of each round's ratio to the bare press",
         "",
-        f"{'case':44s} {'median':>8s} {'min':>7s} {'max':>7s}",
+        f"{'case':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'x bare':>7s}",
     ]
     for name, times in results.items():
-        lines.append(f"{name:44s} {medians[name]:8.1f} {min(times):7.1f} {max(times):7.1f}")
-    for name in (EXPLORER_TEACHING.name, EXPLORER_LARGE.name):
-        if name not in results:
-            lines.append(f"{name:44s} {'not available (no widgets.AttentionExplorer)':>8s}")
+        if name.startswith(f"{BASELINE_PACKAGE}: "):
+            continue
+        lines.append(
+            f"{name:40s} {medians[name]:8.1f} {min(times):7.1f} {max(times):7.1f} "
+            f"{ratio[name]:7.2f}"
+        )
+    if not explorer_available():
+        lines.append("AttentionExplorer: not available (no widgets.AttentionExplorer)")
     lines.append("")
-    bare, naive = medians[BARE.name], medians[NAIVE.name]
-    lines.append(f"naive / bare                                  {naive / bare:5.2f}")
-    for name in (EXPLORER_TEACHING.name, EXPLORER_LARGE.name):
-        if name in medians:
-            explorer = medians[name]
-            lines.append(f"{name}: explorer / bare {explorer / bare:5.2f} (goal <= 1.5), "
-                         f"naive / explorer {naive / explorer:5.2f} (goal >= 3)")  # fmt: skip
-    lines.append(f"(measured in {seconds:.0f} s, including server start)")
+    lines.append(f"naive / bare {ratio[NAIVE.name]:5.2f}")
+    explorer = [n for n in medians if "@" in n and not n.startswith(BASELINE_PACKAGE)]
+    if explorer:
+        worst = max(explorer, key=lambda n: ratio[n])
+        lines.append(
+            f"slowest explorer case: {worst}, {ratio[worst]:.2f} x bare (goal <= 1.5); "
+            f"naive / it {naive / medians[worst]:.2f} (goal >= 3)"
+        )
+    before = {n.split(": ", 1)[1]: n for n in medians if n.startswith(BASELINE_PACKAGE)}
+    if before:
+        lines += ["", f"{'slider @ seq_len':20s} {'baseline':>11s} {'current':>11s}  (ms, x bare)"]
+        for name, old in before.items():
+            if name in medians:
+                lines.append(
+                    f"{name:20s} {medians[old]:6.1f} {ratio[old]:4.2f} "
+                    f"{medians[name]:6.1f} {ratio[name]:4.2f}"
+                )
+    lines.append(f"(bare median {bare:.1f} ms; measured in {seconds:.0f} s, with server start)")
     return "\n".join(lines)
 
 
@@ -215,15 +321,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=12, help="measured presses per case")
     parser.add_argument("--json", type=Path, help="also write the raw times (ms) to this file")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a copy of the widgets package (e.g. an older commit's) to measure beside this one",
+    )
     args = parser.parse_args(argv)
     if args.presses < 1:
         parser.error(f"--presses: expected >= 1, got {args.presses}")
+    if args.baseline is not None and not (args.baseline / "__init__.py").exists():
+        parser.error(f"--baseline: {args.baseline} is not a package folder (no __init__.py)")
     reason = unavailable_reason()
     if reason is not None:
         print(f"browser latency benchmark skipped: {reason}")
         return 0
     start = time.monotonic()
-    results = run(args.presses)
+    results = run(args.presses, args.baseline)
     print(report(results, args.presses, time.monotonic() - start))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")

@@ -64,3 +64,44 @@ def test_accepts_a_notebook_or_a_folder(tmp_path: Path) -> None:
 
     assert classroom.parse_args([str(notebook), "--port", "9001"]).port == 9001
     assert classroom.parse_args([str(tmp_path), "--no-browser"]).no_browser is True
+
+
+def test_argv_culls_kernels_whose_page_is_gone_but_never_an_open_one() -> None:
+    argv = classroom.voila_argv(Path("x.ipynb"), 9000, open_browser=False, cull_idle_timeout=30)
+
+    assert "--MappingKernelManager.cull_idle_timeout=30" in argv
+    assert f"--MappingKernelManager.cull_interval={classroom.CULL_INTERVAL}" in argv
+    assert "--MappingKernelManager.cull_connected=False" in argv  # an open page keeps its kernel
+    assert "--MappingKernelManager.cull_busy=False" in argv
+    # within a minute by default: idle timeout plus one interval
+    assert classroom.CULL_IDLE_TIMEOUT + classroom.CULL_INTERVAL <= 60
+
+
+def test_the_prelaunch_hook_sets_the_xsrf_cookie_the_shutdown_request_needs() -> None:
+    class Handler:  # tornado sets the _xsrf cookie when a handler reads xsrf_token
+        read = False
+
+        @property
+        def xsrf_token(self) -> bytes:
+            Handler.read = True
+            return b"token"
+
+    assert classroom.set_xsrf_cookie(Handler(), notebook=None, cwd=".") is None  # keeps it
+    assert Handler.read
+    config = classroom.voila_config()
+    assert config.VoilaConfiguration.prelaunch_hook is classroom.set_xsrf_cookie
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cull-idle-timeout", "-1"], "--cull-idle-timeout: expected >= 0"),
+        (["--cull-interval", "0"], "--cull-interval: expected >= 1"),
+    ],
+)
+def test_rejects_impossible_culling_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit):
+        classroom.parse_args([str(tmp_path), *args])
+    assert message in capsys.readouterr().err

@@ -88,6 +88,29 @@ def test_one_update_is_one_message(monkeypatch):
     assert len(buffers) == 3  # values, masked, fully_masked as binary frames
 
 
+def test_unchanged_numbers_are_not_sent_again(monkeypatch):
+    hm = Heatmap(np.arange(4.0).reshape(2, 2), title="a")
+    sent = []
+    monkeypatch.setattr(hm, "_send", lambda msg, buffers=None: sent.append(msg["state"]))
+    values = np.arange(4.0).reshape(2, 2)
+    hm.set_data(values, title="b")  # the same numbers, a new title
+    assert sent == [{"title": "b"}]
+    values[0, 0] = 9.0  # changed in place: compared with a copy of what was sent
+    hm.set_data(values)
+    assert "values" in sent[-1] and hm.values[0, 0, 0] == 9.0
+    nan = np.array([[np.nan, 1.0]])
+    hm.set_data(nan)
+    hm.set_data(nan.copy())  # NaN equals NaN here: nothing new to draw
+    assert len(sent) == 3
+
+
+def test_zoom_is_synced_for_presenter_mode():
+    hm = Heatmap(np.eye(2), zoom=1.35)
+    assert wire_state(hm)["zoom"] == 1.35
+    with pytest.raises(Exception, match="zoom"):
+        Heatmap(zoom=0.0)
+
+
 def test_explicit_fully_masked_rows():
     hm = Heatmap()
     hm.set_data(np.ones((2, 3, 3)), fully_masked=[False, True, False])

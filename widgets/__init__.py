@@ -10,6 +10,13 @@ Each explorer is one line in a notebook and is itself a displayable widget:
     widgets.PositionalEncodingExplorer()  # sinusoids; shuffle tokens with and without positions
     widgets.TokenAttentionView()          # lines from each token to what it attends to
     widgets.TrainingAttentionExplorer()   # a tiny Transformer's attention over training steps
+    widgets.ModelView("smollm2")          # a real model: every layer x head; HeadView, NeuronView
+    widgets.FlashExplorer()               # FlashAttention tile by tile: m, l, output, bytes moved
+    widgets.KVCacheExplorer()             # key/value cache bytes: MHA, GQA, MQA
+    widgets.RopeExplorer()                # RoPE's turning pairs and two layouts; ALiBi's biases
+
+`widgets.pictures(True)` (or ATTENTION_COURSE_PICTURES=1) makes every explorer also carry a
+static picture of itself in its display data, for saved notebooks, nbconvert and the site.
 
 After moving a control, `explorer.result` holds the current computation. Live panels are drawn
 in the browser from the numbers (`widgets.views`: Heatmap, TokenLines, SeriesChart); the Export
@@ -22,9 +29,15 @@ Voilà and JupyterLab.
 
 from .explorers import (
     AttentionExplorer,
+    FlashExplorer,
     HeadsExplorer,
+    HeadView,
+    KVCacheExplorer,
     MaskExplorer,
+    ModelView,
+    NeuronView,
     PositionalEncodingExplorer,
+    RopeExplorer,
     ScalingExplorer,
     TokenAttentionView,
     TrainingAttentionExplorer,
@@ -32,13 +45,20 @@ from .explorers import (
 )
 from .views import Heatmap, SeriesChart, TokenLines
 from .views.export import export_heatmap
+from .views.picture import pictures
 
 __all__ = [
     "AttentionExplorer",
+    "FlashExplorer",
     "Heatmap",
+    "HeadView",
     "HeadsExplorer",
+    "KVCacheExplorer",
     "MaskExplorer",
+    "ModelView",
+    "NeuronView",
     "PositionalEncodingExplorer",
+    "RopeExplorer",
     "ScalingExplorer",
     "SeriesChart",
     "TokenAttentionView",
@@ -46,4 +66,5 @@ __all__ = [
     "TrainingAttentionExplorer",
     "TrainingProgress",
     "export_heatmap",
+    "pictures",
 ]

@@ -164,6 +164,56 @@ EXPLORER_CASES: list[ExplorerCase] = [
         expect=r"^weights, head {value}: 1 x ",
         shot="ac-token-view",
     ),
+    # Lesson 12's model view (MiniLM, head 3.1 opened): head 1 -> 2 redraws the opened head's
+    # matrix, and the readout names the new head (a real model, run by the course's code).
+    ExplorerCase(
+        id="model-view-head",
+        notebook="lessons/12_real_model_attention.ipynb",
+        scope="ac-model-view",
+        control="ac-head",
+        figure="ac-panel-weights",
+        readout="ac-readout",
+        expect=r"layer 3, head {value}",
+        shot="ac-model-view",
+    ),
+    # Lesson 13's FlashExplorer (seq_len 8, tiles of 2, step 5): Enter on "next tile" steps 5 -> 6,
+    # the tile map shows tile (1, 1) on chip and the readout names the step.
+    ExplorerCase(
+        id="flash-next-tile",
+        notebook="lessons/13_flash_attention.ipynb",
+        scope="ac-flash-explorer",
+        control="ac-next-button",
+        key="Enter",
+        value_of="ac-step",
+        figure="ac-tiles",
+        readout="ac-readout",
+        expect=r"Step {value} of 16: query tile 1",
+        shot="ac-flash-explorer",
+    ),
+    # Lesson 14's KVCacheExplorer (SmolLM2 preset): layers 30 -> 31 redraws the bars, and the
+    # readout's formula has the new layer count.
+    ExplorerCase(
+        id="kv-cache-layers",
+        notebook="lessons/14_kv_cache_gqa.ipynb",
+        scope="ac-kv-cache-explorer",
+        control="ac-n-layers",
+        figure="ac-variants",
+        readout="ac-readout",
+        expect=r"= 2 × {value} layers × 3 kv heads",
+        shot="ac-kv-cache-explorer",
+    ),
+    # Lesson 15's RopeExplorer: positions 16 -> 17 redraws the score maps (matched layouts
+    # constant along diagonals, mixed not), and the readout's headline has the new T.
+    ExplorerCase(
+        id="rope-seq-len",
+        notebook="lessons/15_rope_alibi_windows.ipynb",
+        scope="ac-rope-explorer",
+        control="ac-seq-len",
+        figure="ac-scores",
+        readout="ac-readout",
+        expect=r"T = {value} positions",
+        shot="ac-rope-explorer",
+    ),
 ]
 
 

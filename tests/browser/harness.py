@@ -146,6 +146,23 @@ class Server:
             body = response.read()
         return json.loads(body) if body else None
 
+    def kernel_processes(self) -> list:
+        """The kernels this server started and that still run (psutil.Process objects)."""
+        import psutil
+
+        try:
+            children = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        found = []
+        for child in children:
+            try:
+                if "ipykernel" in " ".join(child.cmdline()):
+                    found.append(child)
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                pass
+        return found
+
     def shutdown_kernels(self) -> None:
         """Shut down every session and kernel (JupyterLab), so kernels do not pile up."""
         for session in self.api("GET", "api/sessions") or []:
@@ -247,8 +264,11 @@ def start_jupyterlab(root_dir: Path, state_dir: Path) -> Server:
     return _start("jupyterlab", command, env, port, root_dir, state_dir, "api/status")
 
 
-def start_voila(root_dir: Path, state_dir: Path) -> Server:
-    """Start Voilà through the classroom command (offline template) serving `root_dir`."""
+def start_voila(root_dir: Path, state_dir: Path, *extra_args: str) -> Server:
+    """Start Voilà through the classroom command (offline template) serving `root_dir`.
+
+    `extra_args` go to the classroom command, e.g. "--cull-idle-timeout=5".
+    """
     from widgets.classroom import voila_env
 
     env = voila_env(_isolated_env(state_dir))
@@ -260,6 +280,7 @@ def start_voila(root_dir: Path, state_dir: Path) -> Server:
         str(root_dir),
         f"--port={port}",
         "--no-browser",
+        *extra_args,
     ]
     return _start("voila", command, env, port, root_dir, state_dir, "")
 

@@ -6,13 +6,20 @@ attention   AttentionExplorer            scaling      ScalingExplorer
 mask        MaskExplorer                 heads        HeadsExplorer
 positional  PositionalEncodingExplorer   tokens       TokenAttentionView
 training    TrainingAttentionExplorer, TrainingProgress
+model_view  ModelView, HeadView, NeuronView (real trained models: MiniLM, SmolLM2)
+flash       FlashExplorer                kv_cache     KVCacheExplorer
+rope        RopeExplorer
 """
 
 from .attention import AttentionExplorer
 from .base import Explorer
+from .flash import FlashExplorer
 from .heads import HeadsExplorer
+from .kv_cache import KVCacheExplorer
 from .mask import MaskExplorer
+from .model_view import HeadView, ModelView, NeuronView
 from .positional import PositionalEncodingExplorer
+from .rope import RopeExplorer
 from .scaling import ScalingExplorer
 from .tokens import TokenAttentionView
 from .training import TrainingAttentionExplorer, TrainingProgress
@@ -20,9 +27,15 @@ from .training import TrainingAttentionExplorer, TrainingProgress
 __all__ = [
     "AttentionExplorer",
     "Explorer",
+    "FlashExplorer",
+    "HeadView",
     "HeadsExplorer",
+    "KVCacheExplorer",
     "MaskExplorer",
+    "ModelView",
+    "NeuronView",
     "PositionalEncodingExplorer",
+    "RopeExplorer",
     "ScalingExplorer",
     "TokenAttentionView",
     "TrainingAttentionExplorer",

@@ -17,7 +17,6 @@ from typing import Any
 import ipywidgets as widgets
 import torch
 
-from attention import divisors
 from attention.explore import (
     MASK_KINDS,
     MAX_LEN,
@@ -33,7 +32,6 @@ from ..views import Heatmap, auto_cell_size
 from ..views.style import CELL_MIN, DIVERGING_CMAP, css
 from .base import Explorer
 from .controls import (
-    buttons,
     clamp_slider,
     dropdown,
     float_slider,
@@ -72,7 +70,8 @@ class AttentionExplorer(Explorer):
 
     Args:
         **settings: initial values of any AttentionParams field (seq_len, d_k, n_heads, mask,
-            pad_len, scaled, temperature, seed, query_row, head, cross, key_len).
+            pad_len, scaled, temperature, seed, query_row, head, cross, key_len). d_k is the
+            width of each head's queries and keys; the model is d_model = n_heads * d_k wide.
 
     Attributes:
         result: the AttentionExploration of the current settings.
@@ -85,13 +84,13 @@ class AttentionExplorer(Explorer):
             torch.tensor(start.custom_mask) if start.custom_mask else None
         )
         self.seq_len = int_slider("seq_len (Tq)", 1, MAX_LEN, start.seq_len, name="seq-len")
-        self.d_k = int_slider("d_k", 1, MAX_WIDTH, start.d_k, name="d-k")
-        self.n_heads = dropdown("n_heads", divisors(start.d_k), start.n_heads, name="n-heads")
+        self.d_k = int_slider("d_k (per head)", 1, MAX_WIDTH, start.d_k, name="d-k")
+        self.n_heads = dropdown("n_heads", head_counts(start.d_k), start.n_heads, name="n-heads")
         self.cross = toggle("cross-attention", start.cross, name="cross")
         self.key_len = int_slider("key_len (Tk)", 1, MAX_LEN, start.key_len, name="key-len")
-        self.mask = buttons("mask", MASK_KINDS, start.mask, name="mask")
+        self.mask = dropdown("mask", MASK_KINDS, start.mask, name="mask")
         self.pad_len = int_slider("pad length", 0, start.tk, start.pad_len, name="pad-len")
-        self.scaled = toggle("divide by sqrt(D)", start.scaled, name="scaled")
+        self.scaled = toggle("divide by sqrt(d_k)", start.scaled, name="scaled")
         lo, hi = TEMPERATURE_RANGE
         self.temperature = float_slider(
             "temperature", lo, hi, start.temperature, name="temperature", log=True, step=0.02
@@ -129,25 +128,32 @@ class AttentionExplorer(Explorer):
             "output": self.panels["output"],
             "per head": self.panels["per_head"],
         }
+        # the weights beside the controls, the readout after them; the other stages below
         row = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
-        grid = widgets.Box(list(self._groups.values()) + [self.readout], layout=row)
-        controls = [
-            widgets.VBox([self.seq_len, self.d_k, self.n_heads, self.cross, self.key_len]),
-            widgets.VBox([self.scaled, self.temperature, self.seed, self.query_row, self.head]),
-            widgets.VBox([self.mask, self.pad_len, self.show_numbers]),
-        ]
+        others = [group for name, group in self._groups.items() if name != "weights"]
+        grid = widgets.Box(others, layout=row)
         panel_row = widgets.HBox(
             [widgets.Label("panels:"), *self.visible.values()],
-            layout=widgets.Layout(flex_flow="row wrap", width="100%"),
+            layout=widgets.Layout(flex_flow="row wrap", width="260px"),
         )
         for box in self.visible.values():
             box.layout.width = "auto"
+        controls = [
+            self.seq_len, self.d_k, self.n_heads, self.cross, self.key_len, self.mask,
+            self.pad_len, self.scaled, self.temperature, self.seed, self.query_row, self.head,
+            self.show_numbers, panel_row,
+        ]  # fmt: skip
         header = widgets.HTML(
             "<b>Attention explorer</b>: softmax(q·kᵀ × scale, masked) · v for random tokens. "
             "Click a cell of the scores or weights to block or unblock that pair."
         )
         super().__init__(
-            controls=[*controls, panel_row], body=[grid], name="attention-explorer", header=header
+            controls=controls,
+            principal=self._groups["weights"],
+            beside=[self.readout],
+            body=[grid],
+            name="attention-explorer",
+            header=header,
         )
         self.refresh()
 
@@ -169,11 +175,14 @@ class AttentionExplorer(Explorer):
         self.refresh()
 
     def _sync_controls(self) -> None:
-        set_options(self.n_heads, divisors(self.d_k.value), self.n_heads.value)
+        set_options(self.n_heads, head_counts(self.d_k.value), self.n_heads.value)
         tk = self.key_len.value if self.cross.value else self.seq_len.value
         clamp_slider(self.query_row, self.seq_len.value - 1)
         clamp_slider(self.head, self.n_heads.value - 1)
-        clamp_slider(self.pad_len, tk)
+        if self.mask.value == "padding":
+            clamp_slider(self.pad_len, tk)
+        elif self.pad_len.value > tk:  # hidden: its range follows when it is shown
+            self.pad_len.value = tk
         self.key_len.layout.display = None if self.cross.value else "none"
         self.pad_len.layout.display = None if self.mask.value == "padding" else "none"
         for name, group in self._groups.items():
@@ -215,13 +224,13 @@ class AttentionExplorer(Explorer):
             self.panels["q"].set_data(
                 r.q[h],
                 row_labels=qt,
-                title=f"Q, head {h}  (Tq, D) = {shape_str(r.q[h].shape)}",
+                title=f"Q, head {h}  (Tq, d_k) = {shape_str(r.q[h].shape)}",
                 **common,
             )
             self.panels["k"].set_data(
                 r.k[h],
                 row_labels=kt,
-                title=f"K, head {h}  (Tk, D) = {shape_str(r.k[h].shape)}",
+                title=f"K, head {h}  (Tk, d_k) = {shape_str(r.k[h].shape)}",
                 **common,
             )
         rows = {"row_labels": qt, "col_labels": kt, "highlight_row": p.query_row, **common}
@@ -246,7 +255,7 @@ class AttentionExplorer(Explorer):
             self.panels["output"].set_data(
                 r.output,
                 row_labels=qt,
-                title=f"output (Tq, M) = {shape_str(r.output.shape)}",
+                title=f"output (Tq, d_model) = {shape_str(r.output.shape)}",
                 cell_size=output_cell_size(tq, len(kt), m),
                 **common,
             )
@@ -284,6 +293,11 @@ class AttentionExplorer(Explorer):
 MAX_SMALL_MULTIPLES = 16
 
 
+def head_counts(d_k: int) -> list[int]:
+    """The head counts offered for a per-head width d_k: those with H * d_k <= MAX_WIDTH."""
+    return list(range(1, MAX_WIDTH // d_k + 1))
+
+
 def head_window(head: int, n_heads: int) -> tuple[int, int]:
     """Heads [first, last) drawn as small multiples: all, or 16 around the inspected head."""
     if n_heads <= MAX_SMALL_MULTIPLES:
@@ -303,7 +317,7 @@ def _resized(mask: torch.Tensor | None, tq: int, tk: int) -> torch.Tensor:
 
 def _readout(r: AttentionExploration) -> str:
     p = r.params
-    scale = f"1/√{p.d_head}" if p.scaled else "1"
+    scale = f"1/√{p.d_k}" if p.scaled else "1"
     if abs(p.temperature - 1.0) > 1e-6:
         scale += f" / {p.temperature:.3g}"
     row = f"query {r.query_tokens[p.query_row]}, head {p.head}"
@@ -316,6 +330,7 @@ def _readout(r: AttentionExploration) -> str:
             ("max weight", f"{r.max_weight:.3f} on {r.key_tokens[r.argmax_key]}"),
         ]
     stats.append(("scale", f"{scale} = {r.scale:.4g}"))
+    stats.append(("d_model", f"H × d_k = {p.n_heads} × {p.d_k} = {p.d_model}"))
     shapes = [(name, shape_str(shape)) for name, shape in r.shapes.items()]
     return (
         f'<div style="margin-left:12px;font-size:12px">{table_html(stats)}'

@@ -11,7 +11,7 @@ The shape of an explorer (the house style):
         def __init__(self):
             self.n = int_slider("n", 1, 16, 4, name="n")
             self.map = Heatmap(title="weights")
-            super().__init__(controls=[self.n], body=[self.map], name="my-explorer")
+            super().__init__(controls=[self.n], principal=self.map, body=[], name="my-explorer")
             self.refresh()
 
         def _read_params(self):  return MyParams(n=self.n.value)
@@ -25,22 +25,35 @@ traceback; `explorer.result` holds the last good result for code to read.
 `_compute` runs under `one_thread()`: this is the one place it is applied (its docstring says
 why). The Export button asks each view of `_views()` to export itself (views/export.py) into
 exports/<name>_<view>.png/.svg/.csv.
+
+Classroom: `principal` puts the panel the explorer is about beside a narrow column of controls
+(a 1280 x 720 projector shows both); a refresh's widget updates travel as one message
+instead of one per widget (views/batch.py); `presenter(True)` / `explorer.presenter` enlarge
+everything for the back of the room and `palette("cvd")` / `explorer.palette` swap red-blue
+for purple-orange.
 """
 
 from __future__ import annotations
 
 import html
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import traitlets as t
 
 from attention.explore import one_thread
 
+from ..views import Heatmap, SeriesChart, TokenLines
+from ..views.batch import MessageBatch, widget_tree
 from ..views.export import Exportable
-from ..views.style import css
+from ..views.keyboard import KeyboardGuard
+from ..views.picture import Pictured
+from ..views.style import CVD_SWAP, PALETTES, PRESENTER_ZOOM, css
+from .controls import compact_layout
 
 DEFAULT_EXPORT_DIR = "exports"
 
@@ -69,7 +82,7 @@ class ErrorArea(widgets.HTML):
 # --- the explorer base class ----------------------------------------------------------------
 
 
-class Explorer(widgets.VBox):
+class Explorer(Pictured, widgets.VBox):
     """Base for explorers: watches controls, recomputes a pure function, redraws the views.
 
     Subclasses implement `_read_params() -> params`, `_compute(params) -> result`,
@@ -77,11 +90,22 @@ class Explorer(widgets.VBox):
     controls, e.g. head counts offered = divisors of the width) and `_views()` (the heatmaps
     that the Export button saves).
 
+    Layout: with `principal` (the panel the explorer is about), the controls stand in a narrow
+    column (or with `controls_row`, a row above) with that panel beside them (`beside` after
+    it), then `body`; without it, the controls in a row above `body` (controls.compact_layout).
+
     Attributes:
         result: the last computed result dataclass (None before the first refresh).
         params: the params dataclass that produced `result`.
         error: the ErrorArea where a failed refresh shows its message.
+        presenter: larger cells, labels and controls for the back of the room (a trait; set
+            it, or `presenter(True)` for every explorer).
+        palette: "default", or "cvd" for diverging panels in purple-orange (a trait; or
+            `palette("cvd")` for every explorer).
     """
+
+    presenter = t.Bool(False)
+    palette = t.Enum(PALETTES, "default")
 
     def __init__(
         self,
@@ -90,6 +114,9 @@ class Explorer(widgets.VBox):
         body: Sequence[widgets.Widget],
         name: str,
         header: widgets.Widget | None = None,
+        principal: widgets.Widget | None = None,
+        beside: Sequence[widgets.Widget] = (),
+        controls_row: bool = False,
         export_dir: str | Path = DEFAULT_EXPORT_DIR,
     ) -> None:
         self.explorer_name = name
@@ -108,12 +135,21 @@ class Explorer(widgets.VBox):
         self.refreshes = 0
         footer = widgets.HBox([self.export_button, self.export_status])
         children = [header] if header is not None else []
-        wrap = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
-        children += [widgets.Box(list(controls), layout=wrap), self.error, *body, footer]
+        top = compact_layout(controls, self.error, principal, beside, row=controls_row)
+        children += [*top, *body, footer]
+        self.keyboard = KeyboardGuard()  # arrow keys reach the sliders in Notebook 7 too
+        children.append(self.keyboard)
+        self._batch = MessageBatch()  # one message per refresh for all the widgets below
+        children.append(self._batch)
         super().__init__(children)
         self.add_class(css("explorer"))
         self.add_class(css(name))
         self._watch(controls)
+        self._batch.adopt(self)
+        self._base_colormaps: dict[str, str] = {}  # heatmap model id -> its own colormap
+        _LIVE.add(self)
+        self.presenter, self.palette = _DEFAULTS["presenter"], _DEFAULTS["palette"]
+        self._apply_presentation()
 
     def _watch(self, controls: Iterable[widgets.Widget]) -> None:
         for c in controls:
@@ -121,6 +157,30 @@ class Explorer(widgets.VBox):
                 self._watch(c.children)
             elif hasattr(c, "value"):
                 c.observe(lambda _change: self.refresh(), names="value")
+
+    # Presentation ----------------------------------------------------------------------------
+    @t.observe("presenter", "palette")
+    def _presentation_changed(self, _change: Any) -> None:
+        if hasattr(self, "_base_colormaps"):  # not while __init__ sets the defaults
+            self._apply_presentation()
+
+    def _apply_presentation(self) -> None:
+        """Zoom every canvas view (presenter mode) and swap diverging maps (palette "cvd")."""
+        zoom = PRESENTER_ZOOM if self.presenter else 1.0
+        swap = CVD_SWAP if self.palette == "cvd" else {}
+        with self._batch.collect():
+            (self.add_class if self.presenter else self.remove_class)(css("presenter"))
+            for w in widget_tree(self):
+                if isinstance(w, Heatmap):
+                    own = self._base_colormaps.setdefault(w.model_id, w.colormap)
+                    w.colormap = swap.get(own, own)
+                    w.zoom = zoom
+                elif isinstance(w, (TokenLines, SeriesChart)) and (
+                    zoom != 1.0 or w.has_trait("zoom")
+                ):
+                    if not w.has_trait("zoom"):  # these views have no zoom trait of their own
+                        w.add_traits(zoom=t.Float(1.0).tag(sync=True))
+                    w.zoom = zoom
 
     # Subclass hooks ------------------------------------------------------------------------
     def _sync_controls(self) -> None:
@@ -146,17 +206,19 @@ class Explorer(widgets.VBox):
             return
         self._busy = True
         try:
-            self._sync_controls()
-            params = self._read_params()
-            with one_thread():
-                result = self._compute(params)
-            self._draw(result)
-        except Exception as exc:  # noqa: BLE001 - shown to the learner, not raised into the UI
-            self.error.show(exc)
-        else:
-            self.params, self.result = params, result
-            self.refreshes += 1
-            self.error.clear()
+            with self._batch.collect():  # every widget's update in one message
+                try:
+                    self._sync_controls()
+                    params = self._read_params()
+                    with one_thread():
+                        result = self._compute(params)
+                    self._draw(result)
+                except Exception as exc:  # noqa: BLE001 - shown to the learner, not raised
+                    self.error.show(exc)
+                else:
+                    self.params, self.result = params, result
+                    self.refreshes += 1
+                    self.error.clear()
         finally:
             self._busy = False
 
@@ -185,3 +247,42 @@ class Explorer(widgets.VBox):
             return
         folder = paths[0].parent if paths else self.export_dir
         self.export_status.value = html.escape(f"saved {len(paths)} files to {folder}/")
+
+
+# --- presenter mode and palette for every explorer ------------------------------------------
+
+_LIVE: weakref.WeakSet[Explorer] = weakref.WeakSet()  # explorers created in this kernel
+_DEFAULTS: dict[str, Any] = {"presenter": False, "palette": "default"}
+
+
+def presenter(on: bool | None = None) -> bool:
+    """Presenter mode for every explorer, those shown and those made later (None: ask).
+
+    Larger cells, labels and controls for the back of the room: canvases are drawn
+    PRESENTER_ZOOM times larger and the controls' font grows. One explorer only:
+    `explorer.presenter = True`.
+    """
+    if on is not None:
+        _DEFAULTS["presenter"] = bool(on)
+        for explorer in list(_LIVE):
+            explorer.presenter = bool(on)
+    return _DEFAULTS["presenter"]
+
+
+def palette(name: str | None = None) -> str:
+    """The colours of every explorer, those shown and those made later (None: ask).
+
+    "default", or "cvd": diverging panels (scores, Q, K, outputs) in purple-orange instead of
+    red-blue, apart for every common colour-vision deficiency. One explorer only:
+    `explorer.palette = "cvd"`.
+
+    Raises:
+        ValueError: a name other than those of style.PALETTES.
+    """
+    if name is not None:
+        if name not in PALETTES:
+            raise ValueError(f"palette: expected one of {PALETTES}, got {name!r}")
+        _DEFAULTS["palette"] = name
+        for explorer in list(_LIVE):
+            explorer.palette = name
+    return _DEFAULTS["palette"]

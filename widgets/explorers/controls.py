@@ -120,6 +120,46 @@ def refuse_clamped(name: str, control: widgets.Widget, requested: float) -> None
     raise ValueError(f"{name}: expected a value in [{lo:g}, {hi:g}], got {requested}")
 
 
+def compact_layout(
+    controls: Sequence[widgets.Widget],
+    error: widgets.Widget,
+    principal: widgets.Widget | None = None,
+    beside: Sequence[widgets.Widget] = (),
+    *,
+    row: bool = False,
+) -> list[widgets.Widget]:
+    """The top of an explorer: its controls and, when given, the principal panel beside them.
+
+    With a principal panel: the controls in a narrow column (class ac-controls) with the error
+    area at its foot, the principal panel (class ac-principal) to its right, then `beside`; on
+    a narrow page they wrap under the column. With `row`, the controls stand in one row above
+    the principal panel instead (for a few wide controls, such as a sentence field). At
+    default settings the controls and the principal panel of every explorer fit a 1280 x 720
+    window together, in JupyterLab with its file browser open and in Voila
+    (tests/browser/test_classroom_fit.py). Without a principal panel: the controls in a row
+    that wraps, the error area under it.
+    """
+    if principal is None or row:
+        box = widgets.Box(list(controls), layout=_row_wrap())
+        box.add_class(css("controls"))
+        if principal is None:
+            return [box, error]
+        principal.add_class(css("principal"))
+        return [box, error, widgets.Box([principal, *beside], layout=_row_wrap())]
+    column = widgets.VBox(
+        [*controls, error], layout=widgets.Layout(flex="0 0 auto", margin="0 16px 6px 0")
+    )
+    column.add_class(css("controls"))
+    principal.add_class(css("principal"))
+    top = widgets.Box([column, principal, *beside], layout=_row_wrap())
+    top.add_class(css("top"))
+    return [top]
+
+
+def _row_wrap() -> widgets.Layout:
+    return widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+
+
 def panel_row(children: Sequence[widgets.Widget]) -> widgets.HBox:
     """Panels side by side, wrapping onto the next line when the page is narrow."""
     for child in children:

@@ -92,11 +92,11 @@ class HeadsExplorer(Explorer):
         )  # fmt: skip
         self.q_heads = _heatmap(
             "q-heads", "q per head: .view(B, T, H, D).transpose(1, 2)",
-            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL,
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL, columns=2,
         )  # fmt: skip
         self.wrong_q_heads = _heatmap(
             "wrong-q-heads", "q per 'head' with .view(B, H, T, D): rows from other tokens",
-            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL,
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL, columns=2,
         )  # fmt: skip
         self.weights = _heatmap("weights", "weights per head", vmin=0.0, panel_size=SMALL)
         self.wrong_weights = _heatmap(
@@ -120,16 +120,23 @@ class HeadsExplorer(Explorer):
         )  # fmt: skip
         wrong = [self.wrong_q_heads, self.wrong_weights, self.wrong_concat, self.wrong_output]
         self._wrong_views = wrong
+        # the split into heads beside the controls (its wrong twin after it when shown); the
+        # steps before and after it below, in order
         body = [
             panel_row([self.shapes, self.readout]),
             self.projection,
-            panel_row([self.q_heads, self.wrong_q_heads]),
             panel_row([self.weights, self.wrong_weights]),
             panel_row([self.concat, self.wrong_concat]),
             panel_row([self.output, self.wrong_output]),
         ]
         controls = [self.d_model, self.n_heads, self.seq_len, self.batch, self.seed, self.forget]
-        super().__init__(controls=controls, body=body, name="heads-explorer")
+        super().__init__(
+            controls=controls,
+            principal=self.q_heads,
+            beside=[self.wrong_q_heads],
+            body=body,
+            name="heads-explorer",
+        )
         self.refresh()
 
     def _sync_controls(self) -> None:

@@ -31,7 +31,7 @@ from attention.explore import (
 from ..views import Heatmap
 from ..views.style import css
 from .base import Explorer
-from .controls import buttons, clamp_slider, int_slider
+from .controls import clamp_slider, dropdown, int_slider
 
 PRESETS = ("none", "causal", "padding", "left pad + causal", "custom")
 MAX_SIDE = 16  # clicking cells is only practical on small grids
@@ -80,7 +80,7 @@ class MaskExplorer(Explorer):
                 raise ValueError(f"{name}: expected 1 to {MAX_SIDE}, got {n}")
         self.n_queries = int_slider("queries (Tq)", 1, MAX_SIDE, n_queries, name="n-queries")
         self.n_keys = int_slider("keys (Tk)", 1, MAX_SIDE, n_keys, name="n-keys")
-        self.preset = buttons("preset", PRESETS, preset, name="preset")
+        self.preset = dropdown("preset", PRESETS, preset, name="preset")
         self.pad_len = int_slider("pad length", 0, n_keys, min(pad_len, n_keys), name="pad-len")
         self.seed = int_slider("seed", 0, 99, seed, name="seed")
 
@@ -108,8 +108,9 @@ class MaskExplorer(Explorer):
 
         wrap = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
         body = [
-            widgets.Box([self.mask_view, self.additive_view, self.weights_view], layout=wrap),
-            widgets.Box([self.key_padding_view, self.valid_lens_view], layout=wrap),
+            widgets.Box(
+                [self.additive_view, self.key_padding_view, self.valid_lens_view], layout=wrap
+            ),
             self.code,
         ]
         header = widgets.HTML(
@@ -117,11 +118,16 @@ class MaskExplorer(Explorer):
             "unblock that query-key pair. Block a whole row to see a query with nothing to "
             "attend to."
         )
-        controls = [
-            widgets.VBox([self.n_queries, self.n_keys, self.seed]),
-            widgets.VBox([self.preset, self.pad_len]),
-        ]
-        super().__init__(controls=controls, body=body, name="mask-explorer", header=header)
+        # the weights beside the controls, the editable mask beside them; conventions below
+        controls = [self.preset, self.n_queries, self.n_keys, self.pad_len, self.seed]
+        super().__init__(
+            controls=controls,
+            principal=self.weights_view,
+            beside=[self.mask_view],
+            body=body,
+            name="mask-explorer",
+            header=header,
+        )
         self.refresh()
 
     def _cell_clicked(self, row: int, col: int, _panel: int) -> None:

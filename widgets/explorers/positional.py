@@ -115,7 +115,12 @@ class PositionalEncodingExplorer(Explorer):
         self.d_model = int_slider("d_model", 2, PE_D_MODEL_MAX, d_model, name="d-model")
         self.d_model.step = 2
         self.dims = widgets.SelectMultiple(
-            options=list(range(d_model)), value=dims, rows=4, layout={"width": "90px"}
+            options=list(range(d_model)),
+            value=dims,
+            rows=4,
+            description="dims",
+            style={"description_width": "initial"},
+            layout={"width": "150px"},
         )
         self.dims.add_class(css("dims"))
         # The list scrolls its selection out of sight (dims 8, 9 below 0-3); the field always
@@ -163,23 +168,25 @@ class PositionalEncodingExplorer(Explorer):
         self.difference.add_class(css("difference"))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
-        # two columns: sliders and the shuffle on the left, the curves' dimensions on the right
+        # one column: sliders, the shuffle, the curves' dimensions; the table beside it
         controls = [
-            widgets.VBox(
-                [
-                    widgets.HBox([self.seq_len, self.d_model]),
-                    widgets.HBox([self.add_positions, self.seed]),
-                    widgets.HBox([self.shuffle, self.shuffle_button, self.restore_button]),
-                ]
-            ),
-            widgets.VBox([self.dims_text, self.dims], layout={"align_items": "flex-end"}),
+            self.seq_len,
+            self.d_model,
+            self.add_positions,
+            self.seed,
+            self.shuffle,
+            widgets.HBox([self.shuffle_button, self.restore_button]),
+            self.dims_text,
+            self.dims,
         ]
         body = [
-            panel_row([self.encoding, self.curves]),
+            self.curves,
             self.readout,
             panel_row([self.outputs, self.difference]),
         ]
-        super().__init__(controls=controls, body=body, name="positional-explorer")
+        super().__init__(
+            controls=controls, principal=self.encoding, body=body, name="positional-explorer"
+        )
         self.refresh()
 
     def _next_shuffle(self) -> None:

@@ -15,8 +15,6 @@ heights, which a 1-row heatmap strip would show as colours only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import ipywidgets as widgets
 
 from attention.explore import D_K_MAX, N_KEYS_MAX, ScalingParams, ScalingResult, explore_scaling
@@ -66,10 +64,11 @@ class ScalingExplorer(Explorer):
         self.variance_chart = SeriesChart(name="variance", width=360, height=230)
         self.readout = _html("readout")
         self.var_table = _html("var-table")
-        charts = panel_row([self.histogram, self.row_chart])
-        lower = panel_row([self.variance_chart, _column([self.readout, self.var_table])])
+        charts = panel_row([self.row_chart, self.variance_chart])
+        lower = panel_row([self.readout, self.var_table])
         super().__init__(
             controls=[self.d_k, self.n_keys, self.temperature, self.seed, self.fixed_axis],
+            principal=self.histogram,
             body=[charts, lower],
             name="scaling-explorer",
         )
@@ -203,7 +202,3 @@ def _html(name: str) -> widgets.HTML:
     w = widgets.HTML("")
     w.add_class(css(name))
     return w
-
-
-def _column(children: Sequence[widgets.Widget]) -> widgets.VBox:
-    return widgets.VBox(list(children))

@@ -76,7 +76,7 @@ class TokenAttentionView(Explorer):
             value=sentence,
             description="sentence",
             continuous_update=True,
-            layout=widgets.Layout(width="560px"),
+            layout=widgets.Layout(width="420px"),
         )
         self.sentence.add_class(css("sentence"))
         self.sentence.layout.display = "none" if self._fixed is not None else None
@@ -87,14 +87,13 @@ class TokenAttentionView(Explorer):
         self.heatmap = Heatmap(title="weights", vmin=0.0, vmax=1.0, panel_size=320)
         self.heatmap.add_class(css("panel-weights"))
         self.lines.observe(self._selected_changed, names="selected")
-        body = [
-            widgets.HBox(
-                [self.lines, self.heatmap], layout=widgets.Layout(align_items="flex-start")
-            )
-        ]
+        # the controls in one row (the sentence is wide), the lines under it, the heatmap beside
         super().__init__(
             controls=[self.sentence, self.head, self.show_numbers],
-            body=body,
+            principal=self.lines,
+            beside=[self.heatmap],
+            controls_row=True,
+            body=[],
             name="token-view",
         )
         self.refresh()

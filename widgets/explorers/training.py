@@ -25,9 +25,10 @@ from attention.models.toy.snapshots import SNAPSHOT_KINDS, SnapshotView, snapsho
 from attention.models.toy.training import Progress, TrainHistory
 
 from ..views import Heatmap, SeriesChart
+from ..views.picture import Pictured
 from ..views.style import PALETTE, css
 from .base import Explorer
-from .controls import buttons, dropdown, set_options
+from .controls import dropdown, set_options
 
 LOSS, TRAIN_ACC, HELDOUT_ACC = "train loss", "train token acc.", "held-out exact acc."
 _COLORS = {LOSS: PALETTE[0], TRAIN_ACC: PALETTE[1], HELDOUT_ACC: PALETTE[2]}
@@ -47,7 +48,7 @@ def log_axis(values: list[float]) -> dict:
     return {"y_range": [10.0**lo, 10.0**hi], "y_ticks": ticks}
 
 
-class TrainingProgress(widgets.VBox):
+class TrainingProgress(Pictured, widgets.VBox):
     """A progress bar, a one-line readout and live loss / accuracy charts.
 
     Call it with each `Progress` (pass it as `Trainer.run(callback=...)`). It redraws every
@@ -119,6 +120,8 @@ class TrainingProgress(widgets.VBox):
             self.readout.value = html.escape(text)
         self._draw(p.total)
         self.updates += 1
+        if p.done:  # for saved notebooks and the site: the curves at the end, not the start
+            self.show_final_picture("the curves when training stopped")
 
     def _draw(self, total: int) -> None:
         def curve(name: str) -> dict:
@@ -205,11 +208,11 @@ class TrainingAttentionExplorer(Explorer):
             description="training step",
             continuous_update=True,
             style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
+            layout=widgets.Layout(width="300px"),
         )
         self.step.add_class(css("step"))
-        self.kind = buttons(
-            "", [(v, k) for k, v in _KIND_LABELS.items()], kind, name="attention-kind"
+        self.kind = dropdown(
+            "attention", [(v, k) for k, v in _KIND_LABELS.items()], kind, name="attention-kind"
         )
         last = history.snapshots[0].cross.shape[0] - 1  # the last decoder layer is sharpest
         self.layer = dropdown("layer", list(range(last + 1)), last, name="layer")
@@ -220,11 +223,15 @@ class TrainingAttentionExplorer(Explorer):
         widgets.jslink((self.play, "value"), (self.step, "index"))
         self.readout = widgets.HTML()
         self.readout.add_class(css("readout"))
-        self.heatmap = Heatmap(title="", vmin=0.0, vmax=1.0, panel_size=200, columns=2)
+        self.heatmap = Heatmap(title="", vmin=0.0, vmax=1.0, panel_size=180, columns=2)
         self.heatmap.add_class(css("panel-weights"))
+        # the play button above (not a control the explorer watches: it moves the step slider
+        # in the browser), the controls in a column, every head's weights beside them
         super().__init__(
             controls=[self.step, self.kind, self.layer],
-            body=[self.readout, self.heatmap],
+            principal=self.heatmap,
+            beside=[self.readout],
+            body=[],
             header=widgets.HBox([self.play]),
             name="training-attention",
         )

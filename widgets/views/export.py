@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .picture import Pictured
+
 FORMATS = ("png", "svg", "csv")
 DPI = 120
 
@@ -42,8 +44,11 @@ def write_csv(path: str | Path, header: Sequence[str], rows: Sequence[Sequence[A
     return path
 
 
-class Exportable:
-    """Mixin: `export(folder, stem)` from the view's `figure()` and `csv_table()`."""
+class Exportable(Pictured):
+    """Mixin: `export(folder, stem)` from the view's `figure()` and `csv_table()`.
+
+    Displayed, a view also carries a static picture of itself (views/picture.py).
+    """
 
     def figure(self) -> Any:
         """A matplotlib Figure of what the view shows."""

@@ -18,7 +18,21 @@ DEFAULT_CMAP = "viridis"
 """Sequential, perceptually uniform and colour-blind safe: the default for weights."""
 
 DIVERGING_CMAP = "RdBu_r"
-"""Colour-blind-safe diverging map (ColorBrewer), for scores that can be negative."""
+"""Diverging map (ColorBrewer), for scores that can be negative."""
+
+PALETTES = ("default", "cvd")
+"""Colour choices of the explorers: "cvd" swaps each map of CVD_SWAP for its alternative."""
+
+CVD_SWAP = {"RdBu_r": "PuOr_r"}
+"""The "cvd" palette: purple-orange instead of red-blue for the diverging panels. Simulated
+(Machado et al. 2009, full severity), RdBu_r's dark red and dark blue ends come within
+CIELAB dE 35 of each other for a protanope (54 for a deuteranope); PuOr_r's ends stay 76-79
+apart for both, the red-green deficiencies that make up nearly all colour blindness (46 for
+the rare tritanope). tests/test_accessibility.py computes this; the sequential default,
+viridis, is already safe."""
+
+PRESENTER_ZOOM = 1.35
+"""Presenter mode scales every canvas view (cells, fonts, labels) by this factor."""
 
 LUT_SIZE = 33
 LUT_HEX: dict[str, str] = {

@@ -21,7 +21,7 @@ function fmt(v) {
 }
 const CHART_KEYS = [
   "x", "series", "title", "x_range", "y_range", "x_log", "y_log", "x_ticks", "x_tick_labels",
-  "y_ticks", "markers", "x_label", "y_label", "width", "height", "bar_mode", "legend",
+  "y_ticks", "markers", "x_label", "y_label", "width", "height", "bar_mode", "legend", "zoom",
 ];
 
 function render({ model, el }) {
@@ -34,12 +34,14 @@ function render({ model, el }) {
   title.style.cssText = "font: 600 12px sans-serif; margin: 2px 0 2px 48px;";
   const canvas = document.createElement("canvas");
   canvas.className = "ac-chart-canvas";
+  canvas.setAttribute("role", "img");
   const tip = document.createElement("div");
   tip.className = "ac-chart-tip";
   tip.style.cssText = "position:absolute; pointer-events:none; display:none; background:#fff;" +
     "border:1px solid #999; padding:2px 5px; font:11px sans-serif; white-space:pre;";
   root.append(title, canvas, tip);
   el.appendChild(root);
+  const describeLater = textAlternative(root, canvas);
   const pad = { l: 48, r: 10, t: 6, b: 32 };
   const legendWidth = (ctx, series) => {
     ctx.font = FONT;
@@ -50,8 +52,11 @@ function render({ model, el }) {
 
   function draw() {
     const W = model.get("width"), H = model.get("height");
-    const { ctx } = setupCanvas(canvas, W, H);
+    const zoom = model.get("zoom") || 1; // a trait only in presenter mode (explorers/base.py)
+    const { ctx } = setupCanvas(canvas, W, H, zoom);
     title.textContent = model.get("title");
+    title.style.fontSize = `${12 * zoom}px`;
+    title.style.marginLeft = `${48 * zoom}px`;
     const xs = model.get("x"), series = model.get("series");
     const xlog = model.get("x_log"), ylog = model.get("y_log");
     const tx = v => (xlog ? Math.log10(v) : v), ty = v => (ylog ? Math.log10(v) : v);
@@ -166,13 +171,17 @@ function render({ model, el }) {
       ctx.fillStyle = s.color; ctx.fillRect(bx + 4, y - 4, 10, 8);
       ctx.fillStyle = TEXT; ctx.fillText(s.name, bx + 18, y);
     });
+    const name = model.get("title") || "chart";
+    canvas.setAttribute("aria-label", `${name}: ${series.map((s) => s.name).join(", ")}`);
+    describeLater(() => seriesText(name, model.get("x_label") || "x", xs, series));
+    geom.zoom = zoom;
     redraws += 1;
     el.dataset.redraws = String(redraws);
   }
 
   const onMove = ev => {
     if (!geom || !geom.xs.length) return;
-    const r = canvas.getBoundingClientRect(), mx = ev.clientX - r.left;
+    const r = canvas.getBoundingClientRect(), mx = (ev.clientX - r.left) / geom.zoom;
     let best = 0;
     const dist = x => Math.abs(geom.px(x) - mx);
     geom.xs.forEach((x, i) => { if (dist(x) < dist(geom.xs[best])) best = i; });
@@ -180,10 +189,22 @@ function render({ model, el }) {
     model.get("series").forEach(s => lines.push(s.name + ": " + fmt(s.values[best])));
     tip.textContent = lines.join("\n");
     tip.style.display = "block";
-    tip.style.left = Math.min(mx + 12, geom.pad.l + geom.pw - 90) + "px";
+    tip.style.left = Math.min(mx + 12, geom.pad.l + geom.pw - 90) * geom.zoom + "px";
     tip.style.top = (ev.clientY - r.top + 18) + "px";
   };
   const onLeave = () => { tip.style.display = "none"; };
   return wire(canvas, { mousemove: onMove, mouseleave: onLeave }, model, CHART_KEYS, draw);
+}
+// The text alternative: one row per x (the first SR_ROWS * 2), one column per series.
+function seriesText(name, xLabel, xs, series) {
+  const n = Math.min(xs.length, 2 * SR_ROWS);
+  const rows = [];
+  for (let i = 0; i < n; i++) {
+    rows.push([fmt(xs[i]), ...series.map((s) => (Number.isFinite(s.values[i]) ? fmt(s.values[i])
+                                                                               : "none"))]);
+  }
+  const part = n < xs.length ? `first ${n} of ${xs.length} points` : `all ${n} points`;
+  const text = `${name}: ${series.length} series over ${xs.length} values of ${xLabel}.`;
+  return { text, head: [xLabel, ...series.map((s) => s.name)], rows, caption: `${name}: ${part}` };
 }
 export default { render };

@@ -141,11 +141,34 @@ function textWidth(ctx, labels) {
   return Math.ceil(w);
 }
 
-function setupCanvas(canvas, width, height) {
-  const dpr = window.devicePixelRatio || 1;
-  const w = Math.max(1, Math.round(width * dpr));
-  const h = Math.max(1, Math.round(height * dpr));
+// `zoom` (presenter mode) scales everything drawn: the canvas is zoom times larger on the page
+// and its bitmap has as many more pixels, so the drawing code keeps its own units, sharp.
+// `fit` says when a canvas that would shrink keeps its size (the drawing sits in its top-left
+// corner), because resizing a canvas reallocates its bitmap and lays the whole notebook out
+// again, which with several explorers on a page cost more than drawing them (measured):
+//   "exact"   never: the canvas is exactly as large as the drawing;
+//   "sticky"  when it would shrink by less than STICKY_SHRINK (a slider that adds a row changes
+//             a heatmap's size by a few pixels);
+//   "lazy"    always; `oversized` then says it kept more than "sticky" would, and the caller
+//             draws again with "sticky" once the learner pauses (heatmap.js: FIT_DELAY_MS).
+// Returns the context (transform set), the scale from drawing units to bitmap pixels, and
+// whether the canvas is oversized.
+const STICKY_SHRINK = 0.85;
+
+function setupCanvas(canvas, width, height, zoom = 1, fit = "exact") {
+  const dpr = (window.devicePixelRatio || 1) * zoom;
+  let w = Math.max(1, Math.round(width * dpr));
+  let h = Math.max(1, Math.round(height * dpr));
   const ctx = canvas.getContext("2d");
+  const smaller = canvas.__dpr === dpr && w <= canvas.width && h <= canvas.height;
+  const slightly = w >= STICKY_SHRINK * canvas.width && h >= STICKY_SHRINK * canvas.height;
+  const keep = smaller && (fit === "lazy" || (fit === "sticky" && slightly));
+  const oversized = keep && !slightly;
+  if (keep) {
+    w = canvas.width;
+    h = canvas.height;
+  }
+  canvas.__dpr = dpr;
   if (canvas.width !== w || canvas.height !== h) {
     canvas.width = w; // reallocates the bitmap and resets the context
     canvas.height = h;
@@ -154,12 +177,12 @@ function setupCanvas(canvas, width, height) {
   } else {
     canvas.width = w;
   }
-  const cssW = `${width}px`;
-  const cssH = `${height}px`;
+  const cssW = `${w / dpr * zoom}px`;
+  const cssH = `${h / dpr * zoom}px`;
   if (canvas.style.width !== cssW) canvas.style.width = cssW;
   if (canvas.style.height !== cssH) canvas.style.height = cssH;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  return { ctx, dpr };
+  return { ctx, dpr, oversized };
 }
 
 // Attach the canvas's event handlers and redraw on model changes; return the clean-up.
@@ -203,4 +226,105 @@ function focusableCanvas(cls) {
   canvas.tabIndex = 0;
   canvas.setAttribute("role", "img");
   return { root, canvas };
+}
+
+// ------------------------------------------------------------------------------------------
+// Text alternative: what a canvas shows, as text for screen readers (and anyone who asks the
+// accessibility tree). A visually hidden block after the canvas holds a one-line summary
+// (the canvas's aria-describedby) and a small table of the first rows and columns; it is
+// rebuilt when the page is idle, never on the drawing path of a slider move.
+const SR_STYLE =
+  "position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;" +
+  "clip-path:inset(50%);white-space:nowrap;border:0";
+const SR_ROWS = 8; // table rows and columns at most: a summary, not the whole matrix
+const SR_COLS = 12;
+let srCount = 0;
+
+function textAlternative(root, canvas) {
+  const box = document.createElement("div");
+  box.className = "ac-sr";
+  box.setAttribute("style", SR_STYLE);
+  const summary = document.createElement("p");
+  summary.id = `ac-sr-${++srCount}-${Math.random().toString(36).slice(2, 8)}`;
+  const table = document.createElement("table");
+  box.append(summary, table);
+  root.append(box);
+  canvas.setAttribute("aria-describedby", summary.id);
+  let build = null;
+  let queued = false;
+  const later = window.requestIdleCallback
+    ? (fn) => window.requestIdleCallback(fn, { timeout: 400 })
+    : (fn) => setTimeout(fn, 50);
+  const flush = () => {
+    queued = false;
+    if (!build) return;
+    const { text, head, rows, caption } = build();
+    build = null;
+    summary.textContent = text;
+    table.replaceChildren();
+    if (caption) table.createCaption().textContent = caption;
+    if (head) {
+      const tr = table.createTHead().insertRow();
+      for (const h of head) {
+        const th = document.createElement("th");
+        th.scope = "col";
+        th.textContent = h;
+        tr.append(th);
+      }
+    }
+    const body = table.createTBody();
+    for (const row of rows || []) {
+      const tr = body.insertRow();
+      row.forEach((cell, i) => {
+        const c = document.createElement(i === 0 ? "th" : "td");
+        if (i === 0) c.scope = "row";
+        c.textContent = cell;
+        tr.append(c);
+      });
+    }
+    box.dataset.ready = "1";
+  };
+  // `fn` returns {text, caption, head, rows}; only the last one asked for is built
+  return (fn) => {
+    build = fn;
+    if (!queued) {
+      queued = true;
+      later(flush);
+    }
+  };
+}
+
+// "7 x 9 numbers from -1.2 to 3.4" and the table of the first rows, for a (R, C) slice of
+// `data` starting at `base`; masked cells read "masked".
+function matrixText(title, data, base, R, C, rowLabels, colLabels, masked) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  let nMasked = 0;
+  for (let i = 0; i < R * C; i++) {
+    const v = data[base + i];
+    if (masked && masked[base + i]) nMasked += 1;
+    else if (Number.isFinite(v)) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  const range = lo <= hi ? ` from ${formatPrecise(lo)} to ${formatPrecise(hi)}` : "";
+  const hidden = nMasked ? `, ${nMasked} masked` : "";
+  const text = `${title}: ${R} rows x ${C} columns${range}${hidden}.`;
+  const r = Math.min(R, SR_ROWS);
+  const c = Math.min(C, SR_COLS);
+  const name = (labels, i, prefix) => (labels && labels.length > i ? labels[i] : `${prefix}${i}`);
+  const head = [""];
+  for (let j = 0; j < c; j++) head.push(name(colLabels, j, "col "));
+  const rows = [];
+  for (let i = 0; i < r; i++) {
+    const row = [name(rowLabels, i, "row ")];
+    for (let j = 0; j < c; j++) {
+      const k = base + i * C + j;
+      row.push(masked && masked[k] ? "masked" : formatPrecise(data[k]));
+    }
+    rows.push(row);
+  }
+  const part = r < R || c < C ? `first ${r} of ${R} rows and ${c} of ${C} columns` : "all values";
+  return { text, head, rows, caption: `${title}: ${part}` };
 }

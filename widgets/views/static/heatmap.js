@@ -10,6 +10,9 @@
 const LABEL_FONT_MAX = STYLE.labelFontMax; // px; labels shrink towards LABEL_FONT_MIN
 const LABEL_FONT_MIN = STYLE.labelledCellMin; // below this a label cannot be read: label every other row instead
 const BAR_W = STYLE.barW; // colour bar width, px
+// A heatmap that shrinks much keeps its larger canvas while the learner moves a slider, and
+// fits it this long after the last change (common.js: setupCanvas).
+const FIT_DELAY_MS = 700;
 
 function labelFont(px) {
   return `${px}px sans-serif`;
@@ -96,7 +99,7 @@ export function heatmapLayout(spec, measure) {
 const HEATMAP_KEYS = [
   "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
   "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
-  "highlight_row", "clickable", "digits", "colorbar_label",
+  "highlight_row", "clickable", "digits", "colorbar_label", "zoom",
 ];
 
 function renderHeatmap({ model, el }) {
@@ -106,8 +109,12 @@ function renderHeatmap({ model, el }) {
   tip.style.display = "none";
   root.append(canvas, tip);
   el.append(root);
+  const describeLater = textAlternative(root, canvas);
 
   let redraws = 0;
+  let drawStart = 0;
+  let fitTimer = null; // pending fit of an oversized canvas
+  let fitting = false;
   let geom = null; // layout of the last draw, used for hit tests
   let cursor = null; // keyboard focus cell {panel,row,col}
   let state = null;
@@ -153,18 +160,32 @@ function renderHeatmap({ model, el }) {
   }
 
   function draw() {
+    drawStart = performance.now();
     state = read();
     const limits = model.get("limits") || [0, 1];
+    const zoom = model.get("zoom") || 1;
+    // only a clickable heatmap is a keyboard stop; every one is described to screen readers
+    canvas.tabIndex = model.get("clickable") ? 0 : -1;
     if (!state) {
-      const { ctx } = setupCanvas(canvas, 10, 10);
+      const { ctx } = setupCanvas(canvas, 10, 10, zoom);
       ctx.clearRect(0, 0, 10, 10);
       geom = null;
+      canvas.setAttribute("aria-label", `${model.get("title") || "heatmap"}: no data`);
       finish();
       return;
     }
     const probe = canvas.getContext("2d");
     const g = layout(probe, state);
-    const { ctx, dpr } = setupCanvas(canvas, g.width, g.height);
+    const fit = fitting ? "sticky" : "lazy";
+    fitting = false;
+    const { ctx, dpr, oversized } = setupCanvas(canvas, g.width, g.height, zoom, fit);
+    clearTimeout(fitTimer);
+    if (oversized) {
+      fitTimer = setTimeout(() => {
+        fitting = true;
+        draw();
+      }, FIT_DELAY_MS);
+    }
     geom = g;
     ctx.clearRect(0, 0, g.width, g.height);
     const table = lut(model.get("colormap"));
@@ -284,7 +305,14 @@ function renderHeatmap({ model, el }) {
     el.dataset.layout = exposed;
     root.dataset.layout = exposed;
     canvas.style.cursor = model.get("clickable") ? "pointer" : "default";
-    canvas.setAttribute("aria-label", `${g.title || "heatmap"}: ${P} x ${R} x ${C}`);
+    const name = g.title || "heatmap";
+    canvas.setAttribute("aria-label", `${name}: ${P} x ${R} x ${C}`);
+    const st = state;
+    describeLater(() => {
+      const first = P > 1 ? `${name}, ${g.titles[0] || "panel 0"} (1 of ${P} panels)` : name;
+      return matrixText(first, st.values.data, 0, R, C, g.rowLabels, g.colLabels,
+                        st.masked ? st.masked.data : null);
+    });
     finish();
   }
 
@@ -386,13 +414,15 @@ function renderHeatmap({ model, el }) {
     redraws += 1;
     el.dataset.redraws = String(redraws);
     root.dataset.redraws = String(redraws);
+    root.dataset.drawMs = (performance.now() - drawStart).toFixed(2); // for benchmarks
   }
 
   function hit(evt) {
     if (!geom) return null;
     const rect = canvas.getBoundingClientRect();
-    const x = evt.clientX - rect.left;
-    const y = evt.clientY - rect.top;
+    const zoom = model.get("zoom") || 1; // the layout is in unzoomed units
+    const x = (evt.clientX - rect.left) / zoom;
+    const y = (evt.clientY - rect.top) / zoom;
     for (let p = 0; p < geom.P; p++) {
       const pan = geom.panels[p];
       const col = Math.floor((x - pan.x) / geom.cell);
@@ -430,8 +460,9 @@ function renderHeatmap({ model, el }) {
     }
     tip.textContent = describe(h);
     tip.style.display = "block";
-    tip.style.left = `${h.x + 14}px`;
-    tip.style.top = `${h.y + 10}px`;
+    const zoom = model.get("zoom") || 1;
+    tip.style.left = `${h.x * zoom + 14}px`;
+    tip.style.top = `${h.y * zoom + 10}px`;
   };
   const onLeave = () => {
     tip.style.display = "none";
@@ -459,18 +490,25 @@ function renderHeatmap({ model, el }) {
     }
   };
   const events = { mousemove: onMove, mouseleave: onLeave, click: onClick, keydown: onKey };
-  return wire(canvas, events, model, HEATMAP_KEYS, draw);
+  const stop = wire(canvas, events, model, HEATMAP_KEYS, draw);
+  return () => {
+    clearTimeout(fitTimer);
+    stop();
+  };
 }
 
 // ------------------------------------------------------------------------------------------
 // Token lines (query tokens on the left, key tokens on the right)
 
-const LINES_KEYS = ["weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color"];
+const LINES_KEYS = [
+  "weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color", "zoom",
+];
 
 function renderLines({ model, el }) {
   const { root, canvas } = focusableCanvas("ac-tl");
   root.append(canvas);
   el.append(root);
+  const describeLater = textAlternative(root, canvas);
   let redraws = 0;
   let geom = null;
   let hover = -1;
@@ -491,8 +529,9 @@ function renderLines({ model, el }) {
     const titleH = title ? 22 : 0;
     const width = leftW + gapW + rightW + 4;
     const height = titleH + Math.max(Tq, Tk, 1) * rowH + 8;
-    const { ctx } = setupCanvas(canvas, width, height);
-    geom = { rowH, titleH, leftW, gapW, Tq, Tk };
+    const zoom = model.get("zoom") || 1; // a trait only in presenter mode (explorers/base.py)
+    const { ctx } = setupCanvas(canvas, width, height, zoom);
+    geom = { rowH, titleH, leftW, gapW, Tq, Tk, zoom };
     ctx.clearRect(0, 0, width, height);
     const colour = model.get("color") || "#1f77b4";
     if (title) {
@@ -547,6 +586,13 @@ function renderLines({ model, el }) {
     qt.slice(0, Tq).forEach((t, i) => ctx.fillText(t, leftW - 6, y(i), leftW - 8));
     ctx.textAlign = "left";
     kt.slice(0, Tk).forEach((t, j) => ctx.fillText(t, x2 + 6, y(j), rightW - 8));
+    const name = title || "attention lines";
+    canvas.setAttribute("aria-label", `${name}: ${Tq} query tokens, ${Tk} key tokens`);
+    if (w) {
+      const m = readArray(model.get("masked"));
+      describeLater(() => matrixText(`${name}, weights`, w.data, 0, Tq, Tk, qt, kt,
+                                     m ? m.data : null));
+    }
     redraws += 1;
     el.dataset.redraws = String(redraws);
     root.dataset.redraws = String(redraws);
@@ -555,8 +601,8 @@ function renderLines({ model, el }) {
   function queryAt(evt) {
     if (!geom) return -1;
     const rect = canvas.getBoundingClientRect();
-    const x = evt.clientX - rect.left;
-    const yy = evt.clientY - rect.top - geom.titleH - 4;
+    const x = (evt.clientX - rect.left) / geom.zoom;
+    const yy = (evt.clientY - rect.top) / geom.zoom - geom.titleH - 4;
     const i = Math.floor(yy / geom.rowH);
     return x < geom.leftW && i >= 0 && i < geom.Tq ? i : -1;
   }
