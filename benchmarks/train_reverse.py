@@ -20,9 +20,15 @@ from collections import Counter
 import torch
 
 from attention.models.toy.checkpoints import SHIPPED_REVERSE, save_checkpoint
-from attention.models.toy.decoding import exact_match, greedy_decode
 from attention.models.toy.data import ToyTask, heldout_texts, make_batch
-from attention.models.toy.training import TrainConfig, Trainer, evaluate, log_spaced_steps, make_model
+from attention.models.toy.decoding import exact_match, greedy_decode
+from attention.models.toy.training import (
+    TrainConfig,
+    Trainer,
+    evaluate,
+    log_spaced_steps,
+    make_model,
+)
 
 MODEL = dict(d_model=48, n_heads=4, n_encoder_layers=2, n_decoder_layers=2)
 
