@@ -43,6 +43,7 @@ from .explorers import (
     TrainingAttentionExplorer,
     TrainingProgress,
 )
+from .explorers.base import palette, presenter
 from .views import Heatmap, SeriesChart, TokenLines
 from .views.export import export_heatmap
 from .views.picture import pictures
@@ -66,5 +67,7 @@ __all__ = [
     "TrainingAttentionExplorer",
     "TrainingProgress",
     "export_heatmap",
+    "palette",
     "pictures",
+    "presenter",
 ]
