@@ -714,7 +714,9 @@ class LabNotebook:
 
 def open_voila(page: Page, server: Server, path: str, ready_class: str | None = None) -> None:
     """Open a notebook rendered by Voilà; wait for its cells (and `ready_class`) to show."""
-    page.goto(f"{server.url}voila/render/{path}")
+    # Voilà runs the whole notebook before it answers: a lesson that loads a real model can
+    # take longer than the default 30 s navigation timeout on a busy machine.
+    page.goto(f"{server.url}voila/render/{path}", timeout=RUN_ALL_S * 1000)
     page.locator("#rendered_cells").wait_for(state="visible", timeout=RUN_ALL_S * 1000)
     if ready_class:
         widget(page, ready_class).wait_for(state="visible", timeout=UPDATE_S * 1000)
