@@ -81,8 +81,9 @@ naive.children[-1].add_class("bench-naive-figure")
 naive"""
 
 # Two explorers per size, so that moving d_k never changes what another case starts from
-# (d_k 16 -> 17 leaves one head: divisors of 17). "main" (d_k 16, two heads): seed, seq_len,
-# n_heads 2 <-> 4, mask none <-> causal, head 0 <-> 1; "dk" (one head): d_k 16 <-> 17.
+# (d_k is the width of each head, and n_heads * d_k <= 256, so d_k 16 <-> 17 moves the head
+# count's range). "main" (d_k 16, two heads): seed, seq_len, n_heads 2 <-> 3, mask none <->
+# causal, head 0 <-> 1; "dk" (one head): d_k 16 <-> 17.
 EXPLORERS = {
     "main": "n_heads=2",
     "dk": "n_heads=1",
@@ -106,22 +107,17 @@ class Slider:
     explorer: str  # key of EXPLORERS
     control: str  # CSS class of the control
     panels: tuple[str, ...]  # the panels a move changes (ac-panel-<name>)
-    keys: tuple[str, str] = ("ArrowRight", "ArrowLeft")  # alternated, so it stays in range
+    # alternated, so it stays in range; a menu (select) takes ArrowDown / ArrowUp instead
+    keys: tuple[str, str] = ("ArrowRight", "ArrowLeft")
 
 
 SLIDERS = (
     Slider("seed", "main", "ac-seed", ALL_PANELS),
     Slider("seq_len", "main", "ac-seq-len", ALL_PANELS),
     Slider("d_k", "dk", "ac-d-k", ALL_PANELS),
-    Slider("n_heads", "main", "ac-n-heads", ALL_PANELS, ("ArrowDown", "ArrowUp")),
+    Slider("n_heads", "main", "ac-n-heads", ALL_PANELS),
     # none <-> causal: Q, K and the raw scores stay as they are
-    Slider(
-        "mask",
-        "main",
-        "ac-mask",
-        ("scores", "weights", "output", "per-head"),
-        ("ArrowDown", "ArrowUp"),
-    ),  # fmt: skip
+    Slider("mask", "main", "ac-mask", ("scores", "weights", "output", "per-head")),
     # head 0 <-> 1: the merged output and the small multiples of every head stay
     Slider("head", "main", "ac-head", ("q", "k", "raw-scores", "scores", "weights")),
 )
@@ -172,12 +168,15 @@ def explorer_cases(package: str) -> list[Case]:
 
 
 def as_pressed(page, case: Case) -> Case:
-    """The case as the page can press it: a row of toggle buttons (an older explorer's mask)
-    takes Enter on its second button, then on its first, instead of the arrow keys."""
+    """The case as the page can press it: a menu (select) takes ArrowDown, then ArrowUp; a
+    row of toggle buttons (an older explorer's mask) takes Enter on its second button, then
+    on its first; a slider takes the case's keys. (An older explorer's n_heads was a menu.)"""
     from dataclasses import replace
 
     control = page.locator(case.control).first
-    if control.locator("select, .noUi-handle").count() or not control.locator("button").count():
+    if control.locator("select").count():
+        return replace(case, keys=("ArrowDown", "ArrowUp"))
+    if control.locator(".noUi-handle").count() or not control.locator("button").count():
         return case
     return replace(case, control=f"{case.control} button", keys=("Enter", "Enter"), nth=(1, 0))
 

@@ -25,11 +25,11 @@ from widgets.explorers.attention import (
     OUTPUT_CELL,
     OUTPUT_WIDTH_MAX,
     AttentionExplorer,
-    head_counts,
     head_window,
+    max_heads,
     output_cell_size,
 )
-from widgets.explorers.controls import set_options
+from widgets.explorers.controls import dropdown, set_options
 from widgets.views.heatmap import auto_cell_size
 from widgets.views.style import CELL_MIN, css
 
@@ -213,12 +213,14 @@ def test_controls_drive_the_panels():
 def test_heads_offered_keep_d_model_within_the_limit():
     ex = AttentionExplorer(d_k=12, n_heads=4)
     ex.d_k.value = 100
-    assert list(ex.n_heads.options) == [1, 2]  # 3 heads of 100 would be 300 > 256 wide
+    assert (ex.n_heads.min, ex.n_heads.max) == (1, 2)  # 3 heads of 100 would be 300 > 256 wide
     assert ex.n_heads.value == 2 and ex.params.n_heads == 2 and ex.params.d_model == 200
+    assert ex.head.max == 1
     ex.d_k.value = 1
-    assert list(ex.n_heads.options) == list(range(1, MAX_WIDTH + 1))
-    assert ex.head.max == ex.n_heads.value - 1
-    assert head_counts(64) == [1, 2, 3, 4]
+    assert ex.n_heads.max == MAX_WIDTH and ex.n_heads.value == 2  # a wider range keeps it
+    ex.n_heads.value = MAX_WIDTH
+    assert ex.head.max == MAX_WIDTH - 1 and ex.params.d_model == MAX_WIDTH
+    assert max_heads(64) == 4 and max_heads(65) == 3 and max_heads(MAX_WIDTH) == 1
 
 
 def test_ranges_follow_sizes():
@@ -299,7 +301,7 @@ def _sweep_settings(rng: random.Random) -> dict:
     return {
         "seq_len": rng.choice([1, 2, MAX_LEN, rng.randint(1, MAX_LEN)]),
         "d_k": d_k,
-        "n_heads": rng.choice(head_counts(d_k)),
+        "n_heads": rng.randint(1, max_heads(d_k)),
         "mask": rng.choice(["none", "causal", "padding", "custom"]),
         "pad_len": rng.randint(0, MAX_LEN),
         "scaled": rng.random() < 0.5,
@@ -331,9 +333,7 @@ def test_sweep_over_controls_matches_pure_function():
         ex.refresh()  # ranges now fit the sizes; set the dependent controls
         for name, value in settings.items():
             control = getattr(ex, name)
-            if name == "n_heads":
-                value = value if value in control.options else control.options[-1]
-            elif hasattr(control, "max") and isinstance(value, int) and name != "seed":
+            if hasattr(control, "max") and isinstance(value, int) and name != "seed":
                 value = min(value, control.max)
             control.value = value
         if ex.mask.value == "custom":
@@ -381,9 +381,12 @@ def test_update_runs_on_one_thread_and_restores_the_count():
 
 
 def test_set_options_keeps_or_moves_to_the_nearest():
-    ex = AttentionExplorer(d_k=12, n_heads=6)
-    set_options(ex.n_heads, [1, 2, 4, 8], 6)
-    assert ex.n_heads.value == 4  # nearest allowed to 6 (ties go to the smaller)
+    menu = dropdown("n_heads", [1, 2, 3, 6], 6, name="n-heads")
+    set_options(menu, [1, 2, 4, 8], 6)
+    assert list(menu.options) == [1, 2, 4, 8]
+    assert menu.value == 4  # nearest allowed to 6 (ties go to the smaller)
+    set_options(menu, [1, 3], 2)
+    assert menu.value == 1
 
 
 def test_output_panel_is_drawn_about_as_large_as_the_weights():

@@ -409,3 +409,16 @@ def test_auto_cell_size_is_what_the_browser_draws():
     sizes = [(280, 3, 5), (200, 6, 16), (300, 16, 32), (240, 64, 64), (60, 1, 200), (999, 1, 1)]
     layouts = js_layouts(*({"R": r, "C": c, "panelSize": ps} for ps, r, c in sizes))
     assert [g["cell"] for g in layouts] == [auto_cell_size(*size) for size in sizes]
+
+
+def test_constructor_takes_the_masks_like_set_data():
+    """Heatmap(values, masked) once dropped the mask: set_data(values) reset it."""
+    masked = np.zeros((2, 3), dtype=bool)
+    masked[1] = True
+    hm = Heatmap(np.ones((2, 3)), masked)
+    assert hm.masked.shape == (1, 2, 3) and hm.masked[0, 1].all() and not hm.masked[0, 0].any()
+    assert hm.fully_masked.tolist() == [[False, True]]  # the masked row attends to nothing
+    kw = Heatmap(np.ones((2, 3)), masked=masked, fully_masked=np.zeros(2, dtype=bool))
+    assert np.array_equal(kw.masked, hm.masked) and not kw.fully_masked.any()
+    with pytest.raises(ValueError, match="masked, fully_masked: expected values"):
+        Heatmap(masked=masked)

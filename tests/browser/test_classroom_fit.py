@@ -35,8 +35,27 @@ GALLERY_EXPLORERS = (
     "ac-positional-explorer",
 )
 EXTRA = "classroom_fit.ipynb"  # explorers the gallery does not show, written into the root
-EXTRA_EXPLORERS = ("ac-training-attention",)
-EXTRA_CELLS = ["import widgets", "widgets.TrainingAttentionExplorer()"]
+EXTRA_EXPLORERS = (
+    "ac-training-attention",
+    "ac-flash-explorer",
+    "ac-kv-cache-explorer",
+    "ac-rope-explorer",
+    "ac-model-view",
+    "ac-head-view",
+    "ac-neuron-view",
+)
+# as lessons 11-15 build them (the real models' views at their lessons' settings)
+EXTRA_CELLS = [
+    "import widgets",
+    "widgets.TrainingAttentionExplorer()",
+    "widgets.FlashExplorer(seq_len=8, block_size=2, step=5)",
+    "widgets.KVCacheExplorer()",
+    "widgets.RopeExplorer()",
+    'widgets.ModelView("minilm", layer=3, head=1)',
+    'widgets.HeadView("minilm", "The animal didn\'t cross the street because it was too tired.",'
+    " layer=3, head=1, query=5)",
+    'widgets.NeuronView("smollm2", layer=0, head=0, query=10, key=9)',
+]
 # what the principal panel's accessible name says, per explorer
 PRINCIPAL_NAME = {
     "ac-attention-explorer": "weights",
@@ -46,6 +65,12 @@ PRINCIPAL_NAME = {
     "ac-heads-explorer": "q per head",
     "ac-positional-explorer": "PE[position, dim]",
     "ac-training-attention": "cross-attention",
+    "ac-flash-explorer": "tiles",
+    "ac-kv-cache-explorer": "cache",
+    "ac-rope-explorer": "rope(q, m) · rope(k, n)",
+    "ac-model-view": "every head",
+    "ac-head-view": "layer 3, head 1",
+    "ac-neuron-view": "q and k",
 }
 FOCUSABLE = ".noUi-handle, select, input, button, textarea"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from widgets.views.heatmap import Heatmap
-from widgets.views.style import esm
+from widgets.views.style import MASKED_FACE, MASKED_HATCH, esm, lut_rgb
 
 pytestmark = pytest.mark.browser
 
@@ -15,52 +15,68 @@ def _names(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(n)]
 
 
-def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
-    """Draw in Chromium with the real module; the bar's painted column matches the grid's."""
-    hm = Heatmap(
-        np.linspace(-1, 1, 6 * 16).reshape(6, 16), title="output (Tq, M) = (6, 16)",
-        row_labels=_names("q", 6), panel_size=200, colormap="RdBu_r", symmetric=True,
-    )  # fmt: skip
+_RENDER_JS = """async ([src, state, data, probe]) => {
+  const mod = await import("data:text/javascript;base64," + btoa(src));
+  state.values.buffer = new DataView(new Float32Array(data).buffer);
+  if (state.masked) state.masked.buffer = new DataView(new Uint8Array(state.masked.data).buffer);
+  const model = {get: (k) => state[k], on() {}, off() {}, send() {}};
+  const el = document.getElementById("el");
+  mod.default.render({model, el});
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const layout = JSON.parse(el.dataset.layout);
+  const canvas = el.querySelector("canvas");
+  const ctx = canvas.getContext("2d");
+  return (new Function("layout", "canvas", "ctx", probe))(layout, canvas, ctx);
+}"""
+
+
+def _draw_in_chromium(chromium, tmp_path, hm: Heatmap, probe: str) -> dict:
+    """Render `hm` with the real module in a blank page; return what the JS `probe` returns."""
     state = {k: v for k, v in hm.get_state().items() if not isinstance(v, dict)}
     state["values"] = {"shape": list(hm.values.shape), "dtype": "float32"}
     data = hm.values.reshape(-1).tolist()
+    if hm.masked is not None:
+        state["masked"] = {"shape": list(hm.masked.shape), "dtype": "bool",
+                           "data": hm.masked.reshape(-1).astype(int).tolist()}  # fmt: skip
     page_html = tmp_path / "page.html"
     page_html.write_text("<!doctype html><body style='margin:0'><div id='el'></div></body>")
     context = chromium.new_context(device_scale_factor=1)
     try:
         page = context.new_page()
         page.goto(page_html.as_uri())
-        found = page.evaluate(
-            """async ([src, state, data]) => {
-              const mod = await import("data:text/javascript;base64," + btoa(src));
-              state.values.buffer = new DataView(new Float32Array(data).buffer);
-              const model = {get: (k) => state[k], on() {}, off() {}, send() {}};
-              const el = document.getElementById("el");
-              mod.default.render({model, el});
-              await new Promise((resolve) => setTimeout(resolve, 50));
-              const layout = JSON.parse(el.dataset.layout);
-              const canvas = el.querySelector("canvas");
-              const ctx = canvas.getContext("2d");
-              // the run of painted (alpha > 0) pixels through row y0 of pixel column x
-              const run = (x, y0) => {
-                const column = ctx.getImageData(x, 0, 1, canvas.height).data;
-                const on = (y) => y >= 0 && y < canvas.height && column[4 * y + 3] > 0;
-                let top = y0;
-                let bottom = y0;
-                while (on(top - 1)) top -= 1;
-                while (on(bottom + 1)) bottom += 1;
-                return on(y0) ? [top, bottom] : null;
-              };
-              const middle = Math.round((layout.gridTop + layout.gridBottom) / 2);
-              return {
-                layout, size: [canvas.width, canvas.height],
-                grid: run(layout.gridLeft + 3, middle), bar: run(layout.barX + 6, middle),
-              };
-            }""",
-            [esm("heatmap"), state, data],
-        )
+        return page.evaluate(_RENDER_JS, [esm("heatmap"), state, data, probe])
     finally:
         context.close()
+
+
+def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
+    """Draw in Chromium with the real module; the bar's painted column matches the grid's."""
+    hm = Heatmap(
+        np.linspace(-1, 1, 6 * 16).reshape(6, 16), title="output (Tq, M) = (6, 16)",
+        row_labels=_names("q", 6), panel_size=200, colormap="RdBu_r", symmetric=True,
+    )  # fmt: skip
+    found = _draw_in_chromium(
+        chromium,
+        tmp_path,
+        hm,
+        """
+        // the run of painted (alpha > 0) pixels through row y0 of pixel column x
+        const run = (x, y0) => {
+          const column = ctx.getImageData(x, 0, 1, canvas.height).data;
+          const on = (y) => y >= 0 && y < canvas.height && column[4 * y + 3] > 0;
+          let top = y0;
+          let bottom = y0;
+          while (on(top - 1)) top -= 1;
+          while (on(bottom + 1)) bottom += 1;
+          return on(y0) ? [top, bottom] : null;
+        };
+        const middle = Math.round((layout.gridTop + layout.gridBottom) / 2);
+        return {
+          layout, size: [canvas.width, canvas.height],
+          grid: run(layout.gridLeft + 3, middle), bar: run(layout.barX + 6, middle),
+        };
+        """,
+    )
     layout = found["layout"]
     assert layout["barH"] == layout["gridBottom"] - layout["gridTop"] == 6 * layout["cell"]
     assert found["size"] == [layout["width"], layout["height"]]  # device_scale_factor=1
@@ -68,3 +84,51 @@ def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
     span = [layout["gridTop"] - 1, layout["gridBottom"]]
     assert found["grid"] == span
     assert found["bar"] == span
+
+
+_CELL_CENTRES_JS = """
+const out = [];
+for (let r = 0; r < ROWS; r++) {
+  for (let c = 0; c < COLS; c++) {
+    const x = Math.floor(layout.gridLeft + (c + 0.5) * layout.cell);
+    const y = Math.floor(layout.gridTop + (r + 0.5) * layout.cell);
+    out.push(Array.from(ctx.getImageData(x, y, 1, 1).data.slice(0, 3)));
+  }
+}
+return out;
+"""
+
+
+def _rgb(hex_colour: str) -> list[int]:
+    return [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
+
+
+def _table_colour(colormap: str, t: np.ndarray) -> np.ndarray:
+    """The colour the view means for t in [0, 1]: its colour table, linearly interpolated
+    (style.py's tables are checked against matplotlib's colour maps in test_style.py)."""
+    table = np.array(lut_rgb(colormap), dtype=float)  # (n, 3)
+    x = np.clip(t, 0, 1) * (len(table) - 1)
+    i = np.minimum(np.floor(x).astype(int), len(table) - 2)
+    f = (x - i)[..., None]
+    return np.round(table[i] * (1 - f) + table[i + 1] * f)
+
+
+@pytest.mark.parametrize("colormap", ["viridis", "PuOr_r"])
+def test_cell_colours_are_the_colour_table_s(chromium, tmp_path, colormap):
+    """Each cell's centre pixel is the colour table's colour for its value, within 1 of 255 per
+    channel; values beyond the limits take the end colours; NaN and masked cells are hatched."""
+    values = np.array(
+        [np.linspace(0.0, 1.0, 8), [-0.5, 2.0, 0.3, 0.7, np.nan, 0.5, 0.1, 0.9]],
+        dtype=np.float32,
+    )
+    masked = np.zeros_like(values, dtype=bool)
+    masked[1, 5] = True
+    hm = Heatmap(values, masked=masked, colormap=colormap, vmin=0.0, vmax=1.0, panel_size=320)
+    probe = _CELL_CENTRES_JS.replace("ROWS", "2").replace("COLS", "8")
+    got = np.array(_draw_in_chromium(chromium, tmp_path, hm, probe)).reshape(2, 8, 3)
+    expected = _table_colour(colormap, np.nan_to_num(values))
+    plain = ~masked & np.isfinite(values)
+    assert np.abs(got[plain] - expected[plain]).max() <= 1, (got[plain], expected[plain])
+    hatch = [_rgb(MASKED_FACE), _rgb(MASKED_HATCH)]  # a hatched cell shows only these two
+    assert got[1, 4].tolist() in hatch  # NaN
+    assert got[1, 5].tolist() in hatch  # masked 0.5: not its colour

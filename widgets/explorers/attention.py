@@ -36,7 +36,6 @@ from .controls import (
     dropdown,
     float_slider,
     int_slider,
-    set_options,
     shape_str,
     table_html,
     toggle,
@@ -85,7 +84,9 @@ class AttentionExplorer(Explorer):
         )
         self.seq_len = int_slider("seq_len (Tq)", 1, MAX_LEN, start.seq_len, name="seq-len")
         self.d_k = int_slider("d_k (per head)", 1, MAX_WIDTH, start.d_k, name="d-k")
-        self.n_heads = dropdown("n_heads", head_counts(start.d_k), start.n_heads, name="n-heads")
+        # a slider, not a menu: a d_k move then changes one number (its max) in the browser,
+        # where rebuilding a menu of up to 256 head counts cost a page layout
+        self.n_heads = int_slider("n_heads", 1, max_heads(start.d_k), start.n_heads, name="n-heads")
         self.cross = toggle("cross-attention", start.cross, name="cross")
         self.key_len = int_slider("key_len (Tk)", 1, MAX_LEN, start.key_len, name="key-len")
         self.mask = dropdown("mask", MASK_KINDS, start.mask, name="mask")
@@ -175,7 +176,7 @@ class AttentionExplorer(Explorer):
         self.refresh()
 
     def _sync_controls(self) -> None:
-        set_options(self.n_heads, head_counts(self.d_k.value), self.n_heads.value)
+        clamp_slider(self.n_heads, max_heads(self.d_k.value))
         tk = self.key_len.value if self.cross.value else self.seq_len.value
         clamp_slider(self.query_row, self.seq_len.value - 1)
         clamp_slider(self.head, self.n_heads.value - 1)
@@ -293,9 +294,9 @@ class AttentionExplorer(Explorer):
 MAX_SMALL_MULTIPLES = 16
 
 
-def head_counts(d_k: int) -> list[int]:
-    """The head counts offered for a per-head width d_k: those with H * d_k <= MAX_WIDTH."""
-    return list(range(1, MAX_WIDTH // d_k + 1))
+def max_heads(d_k: int) -> int:
+    """The most heads of width d_k the explorer offers: H * d_k <= MAX_WIDTH."""
+    return MAX_WIDTH // d_k
 
 
 def head_window(head: int, n_heads: int) -> tuple[int, int]:

@@ -71,7 +71,7 @@ class RopeExplorer(Explorer):
             refuse_clamped(name, getattr(self, name), value)
 
         self.scores = Heatmap(
-            colormap=DIVERGING_CMAP, symmetric=True, panel_size=112, colorbar_label="q·k"
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=160, colorbar_label="q·k"
         )
         self.scores.add_class(css("scores"))
         self.pairing = Heatmap(

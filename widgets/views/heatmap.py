@@ -126,7 +126,12 @@ class Heatmap(Exportable, anywidget.AnyWidget):
     digits = t.Int(2, min=0, max=6).tag(sync=True)
     zoom = t.Float(1.0, min=0.25, max=4.0).tag(sync=True)
 
-    def __init__(self, values: Any = None, **traits: Any) -> None:
+    def __init__(
+        self, values: Any = None, masked: Any = None, fully_masked: Any = None, **traits: Any
+    ) -> None:
+        """Heatmap(values, masked, fully_masked, **traits): the arguments of set_data."""
+        if values is None and (masked is not None or fully_masked is not None):
+            raise ValueError("masked, fully_masked: expected values to go with them, got none")
         super().__init__(**traits)
         self._click_handlers: list[ClickHandler] = []
         self.on_msg(self._handle_message)
@@ -137,7 +142,7 @@ class Heatmap(Exportable, anywidget.AnyWidget):
             name: _copy(getattr(self, name)) for name in ("values", "masked", "fully_masked")
         }
         if values is not None:
-            self.set_data(values)
+            self.set_data(values, masked, fully_masked)
 
     # Data -----------------------------------------------------------------------------------
     def set_data(

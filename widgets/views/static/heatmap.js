@@ -122,6 +122,8 @@ function renderHeatmap({ model, el }) {
   const off = document.createElement("canvas"); // one pixel per cell, reused across draws
   const offCtx = off.getContext("2d");
   let img = null; // off's ImageData, reused while the shape stays
+  let pixels = null; // img's pixels as 32-bit words (r, g, b, a bytes each)
+  let hiddenCells = null; // 1 where a cell is masked or not finite (hatched)
   const rgb = [0, 0, 0];
 
   function read() {
@@ -213,18 +215,27 @@ function renderHeatmap({ model, el }) {
       off.height = P * R;
       img = null;
     }
-    if (!img) img = offCtx.createImageData(C, P * R);
-    const px = img.data;
+    if (!img) {
+      img = offCtx.createImageData(C, P * R);
+      pixels = new Uint32Array(img.data.buffer);
+      hiddenCells = new Uint8Array(P * R * C);
+    }
+    // One pass: each cell's colour (white where not finite), and whether it is hatched.
+    const packed = packedLut(model.get("colormap"));
+    const white = 0xffffffff; // all four bytes 255: white, opaque, in either byte order
+    const top = PACKED_STEPS - 1;
+    const toStep = top / span;
+    let anyHidden = false;
     for (let i = 0, n = P * R * C; i < n; i++) {
       const v = vals[i];
-      const o = 4 * i;
-      if (Number.isFinite(v)) writeColour(table, (v - lo) / span, px, o);
-      else {
-        px[o] = 255;
-        px[o + 1] = 255;
-        px[o + 2] = 255;
-      }
-      px[o + 3] = 255;
+      const finite = v - v === 0; // false for NaN and +-Infinity
+      if (finite) {
+        const s = (v - lo) * toStep;
+        pixels[i] = packed[s <= 0 ? 0 : s >= top ? top : (s + 0.5) | 0];
+      } else pixels[i] = white;
+      const hidden = !finite || (msk !== null && msk[i] !== 0);
+      hiddenCells[i] = hidden ? 1 : 0;
+      anyHidden = anyHidden || hidden;
     }
     offCtx.putImageData(img, 0, 0);
     ctx.imageSmoothingEnabled = false;
@@ -235,12 +246,11 @@ function renderHeatmap({ model, el }) {
       ctx.drawImage(off, 0, p * R, C, R, pan.x, pan.y, C * cell, R * cell);
       // Masked (and non-finite) cells: hatched, merged into runs along each row.
       ctx.fillStyle = pattern;
-      for (let r = 0; r < R; r++) {
+      for (let r = 0; r < R && anyHidden; r++) {
         if (full && full[p * R + r]) continue;
         let start = -1;
         for (let c = 0; c <= C; c++) {
-          const k = base + r * C + c;
-          const hidden = c < C && ((msk && msk[k]) || !Number.isFinite(vals[k]));
+          const hidden = c < C && hiddenCells[base + r * C + c] === 1;
           if (hidden && start < 0) start = c;
           if (!hidden && start >= 0) {
             ctx.fillRect(pan.x + start * cell, pan.y + r * cell, (c - start) * cell, cell);
