@@ -36,11 +36,12 @@ def check_mask(mask: object, target: tuple[int, ...]) -> Tensor:
     if mask.dtype != torch.bool:
         hint = "use mask.bool()" if not mask.is_floating_point() else "use from_additive_mask(mask)"
         raise TypeError(f"mask: expected torch.bool (True = may attend), got {mask.dtype}; {hint}")
-    try:
-        shape = torch.broadcast_shapes(mask.shape, target)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(target) or mask.dim() > len(target):
+    # broadcasts to target without changing it: each of its dims, from the right, is 1 or
+    # target's (torch.broadcast_shapes says the same, several times slower)
+    fits = mask.dim() <= len(target) and all(
+        m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target), strict=False)
+    )
+    if not fits:
         raise ValueError(
             f"mask: shape {shape_str(mask.shape)} does not broadcast to the scores' shape "
             f"{shape_str(target)}"

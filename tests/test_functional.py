@@ -111,3 +111,38 @@ def test_masked_softmax_handles_all_minus_inf_rows():
     torch.testing.assert_close(
         A.masked_softmax(torch.zeros(2, 2), mask)[0], torch.tensor([1.0, 0.0])
     )
+
+
+def test_mask_broadcast_check_agrees_with_torch():
+    """check_mask's own broadcast test accepts exactly what torch.broadcast_shapes maps onto
+    the scores' shape (without growing it)."""
+    import itertools
+
+    from attention._checks import check_mask
+
+    target = (2, 3, 4, 5)
+    dims = [(1, 2, 3), (1, 3), (1, 4, 2), (1, 5, 4)]
+    shapes = [()]
+    for n in range(1, 6):
+        tail = dims[-n:] if n <= 4 else [(1, 2), *dims]
+        shapes += list(itertools.product(*tail))
+    for shape in shapes:
+        try:
+            ok = torch.broadcast_shapes(shape, target) == target and len(shape) <= len(target)
+        except RuntimeError:
+            ok = False
+        mask = torch.ones(shape, dtype=torch.bool)
+        if ok:
+            assert check_mask(mask, target) is mask
+        else:
+            with pytest.raises(ValueError, match="does not broadcast"):
+                check_mask(mask, target)
+
+
+def test_rows_with_no_key_are_found_as_isneginf_all_finds_them():
+    from attention.functional import _all_neginf
+
+    inf = float("-inf")
+    scores = torch.tensor([[inf, inf], [inf, 0.0], [float("nan"), inf], [1.0, 2.0]])
+    assert _all_neginf(scores).tolist() == torch.isneginf(scores).all(-1).tolist()
+    assert _all_neginf(scores).tolist() == [True, False, False, False]
