@@ -8,8 +8,8 @@ each of which a window of W < start has cut off from the beginning of the text. 
     window W + S sinks  ... and the first S tokens of the text as well
 
 The mask is attention.masks.sliding_window_mask, applied in every layer by
-attention.explore.windows.masked_logits (the model's own modules, the positions unchanged; see
-lesson 15 for how this differs from a rolling key/value cache). Also printed: the share of
+attention.explore.windows.masked_logits (the model's forward with that mask, the positions
+kept; see lesson 15 for how this differs from a rolling key/value cache). Also printed: the share of
 attention that queries after position 8 give to the first token, per layer, with full attention.
 
 Run: .venv/bin/python benchmarks/sink_window.py [--tokens 2048] [--windows 32 64 128 256 512]

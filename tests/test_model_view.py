@@ -173,7 +173,7 @@ def test_neuron_view_at_query_zero_rope_changes_nothing():
 # --- losses: ablation and other masks -----------------------------------------------------------
 
 
-def test_own_decoder_loop_equals_the_models_forward_for_the_causal_mask():
+def test_decoder_forward_with_the_causal_mask_given_equals_the_models_own():
     model, tok = pretrained_model("smollm2")
     ids = torch.tensor([tok.encode(DEFAULT_TEXTS["smollm2"])])
     out = model(ids)

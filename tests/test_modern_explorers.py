@@ -673,6 +673,29 @@ def test_masked_logits_with_the_causal_mask_equal_the_models_forward():
     assert not torch.allclose(half, model(ids).logits, atol=1e-3)
 
 
+def test_a_window_of_one_token_is_the_model_on_each_token_alone():
+    """With mask = each token sees only itself, position t's logits are those of the token
+    read alone (RoPE turns q and k by the same angle, so the position cannot matter)."""
+    model = _tiny_smollm2()
+    ids = torch.randint(0, 48, (1, 7), generator=torch.Generator().manual_seed(3))
+    alone = torch.cat([model(ids[:, t : t + 1]).logits for t in range(7)], dim=1)  # (1, 7, V)
+    got = model(ids, mask=sliding_window_mask(7, 1))
+    torch.testing.assert_close(got.logits, alone, atol=1e-5, rtol=1e-5)
+    assert torch.equal(got.attentions[0][0, 0], torch.eye(7))  # every weight on itself
+    assert not torch.allclose(got.logits, model(ids).logits, atol=1e-3)
+
+
+def test_the_models_mask_and_rope_layout_are_checked():
+    model = _tiny_smollm2()
+    ids = torch.zeros(1, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"does not broadcast to the scores' shape \(5, 5\)"):
+        model(ids, mask=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask: expected torch.bool"):
+        model(ids, mask=torch.ones(5, 5))
+    with pytest.raises(ValueError, match="rope_layout: expected 'half' or 'interleaved'"):
+        model(ids, rope_layout="halves")
+
+
 def test_window_runs_and_token_losses():
     model = _tiny_smollm2(1)
     ids = torch.randint(0, 48, (1, 24), generator=torch.Generator().manual_seed(1))

@@ -474,19 +474,10 @@ def loss_mask(params: LossParams, t: int) -> Tensor:
 
 @torch.no_grad()
 def _decoder_forward(ids: Tensor, mask: Tensor) -> tuple[Tensor, list[Tensor]]:
-    """SmolLM2's forward pass with another mask: (1, T) ids -> (logits, L x (1, H, T, T)).
-
-    The model's forward takes no mask, so this runs its embedding, blocks and tied output
-    layer in the same order (equal to model(ids) for the causal mask: tested).
-    """
+    """SmolLM2's forward pass with another mask: (1, T) ids -> (logits, L x (1, H, T, T))."""
     model, _ = pretrained_model("smollm2")
-    positions = torch.arange(ids.shape[1])  # (T,)
-    x = model.embed(ids)  # (1, T, M)
-    maps = []
-    for block in model.layers:
-        x, weights, _ = block(x, positions, mask, None, None)
-        maps.append(weights)
-    return F.linear(model.norm(x), model.embed.weight), maps  # (1, T, V)
+    out = model(ids, mask=mask)
+    return out.logits, list(out.attentions)  # (1, T, V)
 
 
 @torch.no_grad()

@@ -1,9 +1,9 @@
 """Sliding windows and attention sinks on a real model: perplexity under a chosen mask.
 
-SmolLM2's forward always applies a causal mask and RoPE's "interleaved" layout. To measure what
-a sliding window (attention.masks.sliding_window_mask), kept sink tokens (StreamingLLM) or a
-wrong RoPE layout does, `masked_logits` runs the model's own modules with a mask and a layout
-of our choosing; with the causal mask and the right layout it equals model(ids).logits.
+SmolLM2 was trained with a causal mask and RoPE's "interleaved" layout. To measure what a
+sliding window (attention.masks.sliding_window_mask), kept sink tokens (StreamingLLM) or a
+wrong RoPE layout does, `masked_logits` runs the model with a mask and a layout of our
+choosing (its forward's `mask` and `rope_layout`); by default it equals model(ids).logits.
 
     perplexity = exp(mean over positions t of -log p(token t+1 | tokens the mask lets t see))
 """
@@ -19,10 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, sliding_window_mask
-from ..multihead import merge_heads, split_heads
-from ..positional import apply_rope
 
 
 @torch.no_grad()
@@ -37,22 +34,7 @@ def masked_logits(
         mask: bool (T, T), True = may attend; None is causal_mask(T).
         rope_layout: "interleaved" (how the file's weights are ordered) or "half" (wrong here).
     """
-    cfg = model.cfg
-    t = ids.shape[1]
-    if mask is None:
-        mask = causal_mask(t)
-    positions = torch.arange(t)
-    rope = {"base": cfg.rope_base, "layout": rope_layout}
-    x = model.embed(ids)  # (B, T, M)
-    for layer in model.layers:
-        att, h = layer.attn, layer.attn_norm(x)
-        q = apply_rope(split_heads(att.q_proj(h), cfg.n_heads), positions, **rope)  # (B,H,T,D)
-        k = apply_rope(split_heads(att.k_proj(h), cfg.n_kv_heads), positions, **rope)  # Hkv
-        v = split_heads(att.v_proj(h), cfg.n_kv_heads)  # (B, Hkv, T, D)
-        heads = scaled_dot_product_attention(q, k, v, mask).output  # (B, H, T, D)
-        x = x + att.o_proj(merge_heads(heads))  # (B, T, M)
-        x = x + layer.ffn(layer.ffn_norm(x))
-    return F.linear(model.norm(x), model.embed.weight)  # (B, T, V), tied weights
+    return model(ids, mask=mask, rope_layout=rope_layout, need_weights=False).logits
 
 
 def token_losses(logits: Tensor, ids: Tensor) -> Tensor:

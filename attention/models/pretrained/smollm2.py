@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..._checks import check_mask
 from ...functional import scaled_dot_product_attention
 from ...masks import causal_mask
 from ...multihead import merge_heads, split_heads
@@ -118,10 +119,11 @@ class GroupedQueryAttention(nn.Module):
         mask: Tensor,
         past: tuple[Tensor, Tensor] | None,
         keep: Tensor | None,
+        rope_layout: str = "interleaved",
     ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
         """x (B, T, M) -> (output (B, T, M), weights (B, H, T, Tk), (k, v) incl. the past)."""
         cfg = self.cfg
-        rope = {"base": cfg.rope_base, "layout": "interleaved"}
+        rope = {"base": cfg.rope_base, "layout": rope_layout}
         q = apply_rope(split_heads(self.q_proj(x), cfg.n_heads), positions, **rope)  # (B,H,T,D)
         k = apply_rope(split_heads(self.k_proj(x), cfg.n_kv_heads), positions, **rope)  # Hkv
         v = split_heads(self.v_proj(x), cfg.n_kv_heads)  # (B, Hkv, T, D)
@@ -165,9 +167,10 @@ class DecoderBlock(nn.Module):
         mask: Tensor,
         past: tuple[Tensor, Tensor] | None,
         keep: Tensor | None,
+        rope_layout: str = "interleaved",
     ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
         """x (B, T, M) -> (output (B, T, M), weights (B, H, T, Tk), (k, v)); see the attention."""
-        a, weights, kv = self.attn(self.attn_norm(x), positions, mask, past, keep)
+        a, weights, kv = self.attn(self.attn_norm(x), positions, mask, past, keep, rope_layout)
         h = x + a  # (B, T, M)
         return h + self.ffn(self.ffn_norm(h)), weights, kv
 
@@ -192,6 +195,8 @@ class SmolLM2(nn.Module):
         need_weights: bool = True,
         last_only: bool = False,
         ablate: set[tuple[int, int]] | None = None,
+        mask: Tensor | None = None,
+        rope_layout: str = "interleaved",
     ) -> CausalLMOutput:
         """Next-token logits for every position of `ids`, with every layer's attention maps.
 
@@ -205,10 +210,16 @@ class SmolLM2(nn.Module):
                 generation needs, and the output layer is a quarter of the work.
             ablate: (layer, head) pairs whose head output is zeroed; None or empty changes
                 nothing, bit for bit.
+            mask: bool, (T, Tpast + T) or broadcasting to it, True = may attend, instead of
+                the causal mask the model was trained with (an experiment: a sliding window,
+                sinks, a removed key). None is the causal mask.
+            rope_layout: which features RoPE pairs. The file's q and k rows are ordered for
+                "interleaved"; "half" shows what rotating the wrong pairs does.
 
         Raises:
             TypeError / ValueError: ids not a (B, T) integer tensor of ids in [0, V), a cache
-                of another batch size, or bad `ablate` pairs.
+                of another batch size, bad `ablate` pairs, a mask of another shape or dtype,
+                or an unknown rope_layout.
         """
         cfg = self.cfg
         past = 0 if cache is None else cache.length
@@ -220,12 +231,17 @@ class SmolLM2(nn.Module):
         keep = heads_to_keep(ablate, cfg.n_layers, cfg.n_heads)
         t = ids.shape[1]
         positions = torch.arange(past, past + t, device=ids.device)  # (T,)
-        mask = causal_mask(t, past + t, offset=past, device=ids.device)  # (T, Tpast + T)
+        if mask is None:
+            mask = causal_mask(t, past + t, offset=past, device=ids.device)  # (T, Tpast + T)
+        else:
+            check_mask(mask, (t, past + t))
+        if rope_layout not in ("half", "interleaved"):
+            raise ValueError(f"rope_layout: expected 'half' or 'interleaved', got {rope_layout!r}")
         x = self.embed(ids)  # (B, T, M)
         hidden, maps, keys, values = [x], [], [], []
         for i, layer in enumerate(self.layers):
             layer_past = None if cache is None else (cache.keys[i], cache.values[i])
-            x, weights, (k, v) = layer(x, positions, mask, layer_past, keep.get(i))
+            x, weights, (k, v) = layer(x, positions, mask, layer_past, keep.get(i), rope_layout)
             hidden.append(x)
             if need_weights:
                 maps.append(weights)  # (B, H, T, Tpast + T)

@@ -1,0 +1,56 @@
+"""The batch's browser half (static/batch.js) run by Chromium with fake models: every update
+reaches its model once, the views' before the controls', each model's in the order sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from widgets.views.style import STATIC
+
+pytestmark = pytest.mark.browser
+
+_RUN_JS = """async (src) => {
+  const mod = await import("data:text/javascript;base64," + btoa(src));
+  const applied = [];
+  const fake = (id, module) => ({
+    get: (k) => (k === "_model_module" ? module : undefined),
+    _handle_comm_msg: (msg) => applied.push([id, msg.content.data.state.n,
+                                            (msg.buffers || []).map((b) => b.byteLength)]),
+  });
+  const models = {slider: fake("slider", "@jupyter-widgets/controls"),
+                  weights: fake("weights", "anywidget"), q: fake("q", "anywidget")};
+  let onMessage = null;
+  const batchModel = {
+    widget_manager: {get_model: async (id) => {
+      if (!models[id]) throw new Error("closed");
+      return models[id];
+    }},
+    on: (name, fn) => { onMessage = fn; }, off() {}, send() {},
+  };
+  mod.default.initialize({model: batchModel});
+  const items = [["slider", 0], ["weights", 2], ["gone", 1], ["slider", 0], ["q", 1]];
+  const content = {event: "batch", items: items.map(([id, n], i) => (
+    {id, state: {n: i}, buffer_paths: [], buffers: n}))};
+  const buffers = [8, 16, 24, 32].map((size) => new DataView(new ArrayBuffer(size)));
+  await onMessage(content, buffers);
+  return applied;
+}"""
+
+
+def test_views_first_then_controls_each_in_order_with_their_buffers(chromium, tmp_path):
+    page_html = tmp_path / "page.html"
+    page_html.write_text("<!doctype html><body></body>")
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(page_html.as_uri())
+        applied = page.evaluate(_RUN_JS, (STATIC / "batch.js").read_text())
+    finally:
+        context.close()
+    # items: slider (no buffer), weights (buffers 8, 16), a closed model (24), slider, q (32)
+    assert applied == [
+        ["weights", 1, [8, 16]],
+        ["q", 4, [32]],
+        ["slider", 0, []],
+        ["slider", 3, []],
+    ]
