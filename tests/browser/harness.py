@@ -239,15 +239,12 @@ def _start(
     return server
 
 
-def start_jupyterlab(root_dir: Path, state_dir: Path) -> Server:
-    """Start JupyterLab on 127.0.0.1 (free port, no token) serving `root_dir`; wait until up."""
-    env = _isolated_env(state_dir)
-    _write_lab_user_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
-    port = free_port()
-    command = [
+def _jupyter_server_command(module: str, root_dir: Path, port: int) -> list[str]:
+    """A Jupyter server app (jupyterlab, notebook) on 127.0.0.1:port, no token, serving root_dir."""
+    return [
         sys.executable,
         "-m",
-        "jupyterlab",
+        module,
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
@@ -258,10 +255,28 @@ def start_jupyterlab(root_dir: Path, state_dir: Path) -> Server:
         f"--ServerApp.root_dir={root_dir}",
         # The tests' REST calls (shutting kernels down) carry no XSRF cookie; localhost only.
         "--ServerApp.disable_check_xsrf=True",
+    ]
+
+
+def start_jupyterlab(root_dir: Path, state_dir: Path) -> Server:
+    """Start JupyterLab on 127.0.0.1 (free port, no token) serving `root_dir`; wait until up."""
+    env = _isolated_env(state_dir)
+    _write_lab_user_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
+    port = free_port()
+    command = [
+        *_jupyter_server_command("jupyterlab", root_dir, port),
         # window.jupyterapp lets the tests read cell outputs from the notebook model.
         "--LabApp.expose_app_in_browser=True",
     ]
     return _start("jupyterlab", command, env, port, root_dir, state_dir, "api/status")
+
+
+def start_notebook7(root_dir: Path, state_dir: Path) -> Server:
+    """Start Jupyter Notebook 7 like JupyterLab above; wait until up."""
+    env = _isolated_env(state_dir)
+    port = free_port()
+    command = _jupyter_server_command("notebook", root_dir, port)
+    return _start("notebook7", command, env, port, root_dir, state_dir, "api/status")
 
 
 def start_voila(root_dir: Path, state_dir: Path, *extra_args: str) -> Server:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -50,37 +48,8 @@ def nb7_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Ser
     base = tmp_path_factory.mktemp("notebook7")
     root = harness.prepare_root(base / "root")
     _plain_slider_notebook(root / PLAIN)
-    state = base / "state"
-    env = harness._isolated_env(state)
-    port = harness.free_port()
-    log_path = state / "notebook.log"
-    command = [
-        sys.executable,
-        "-m",
-        "notebook",
-        "--no-browser",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        "--ServerApp.port_retries=0",
-        "--ServerApp.token=",
-        "--ServerApp.password=",
-        "--allow-root",
-        f"--ServerApp.root_dir={root}",
-        "--ServerApp.disable_check_xsrf=True",
-    ]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = harness.Server("notebook7", process, port, root, log_path)
+    server = harness.start_notebook7(root, base / "state")
     try:
-        deadline = time.monotonic() + harness.SERVER_START_S
-        while True:
-            try:
-                server.api("GET", "api/status")
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"Notebook 7 did not start:\n{server.log_tail()}") from None
-                time.sleep(0.3)
         yield server
     finally:
         server.stop()
