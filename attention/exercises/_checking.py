@@ -219,3 +219,8 @@ def scale_mistakes(
             "softmax gets sharper, not calmer",
         ),
     ]
+
+
+def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
+    """Test inputs: normal numbers of the given shape and spread, from the checker's generator."""
+    return torch.randn(*shape, generator=g) * scale

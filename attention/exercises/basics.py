@@ -28,6 +28,7 @@ from ._checking import (
     name_mistake,
     name_of,
     raised,
+    randn,
     scale_mistakes,
 )
 
@@ -45,10 +46,6 @@ __all__ = [
 ]
 
 
-def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
-    return torch.randn(*shape, generator=g) * scale
-
-
 # --- lesson 1: why attention -----------------------------------------------------------------
 
 
@@ -60,7 +57,7 @@ def check_rnn_final_state(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
     """
     g = torch.Generator().manual_seed(1)
     t, d_in, d_h = 6, 3, 4
-    x, w_x, w_h = _randn(g, t, d_in), _randn(g, d_in, d_h, scale=0.6), _randn(g, d_h, d_h)
+    x, w_x, w_h = randn(g, t, d_in), randn(g, d_in, d_h, scale=0.6), randn(g, d_h, d_h)
     rnn = torch.nn.RNN(d_in, d_h, bias=False, batch_first=True)
     with torch.no_grad():
         rnn.weight_ih_l0.copy_(w_x.T)  # torch computes x @ W_ih^T
@@ -132,7 +129,7 @@ def check_vocabulary(fn: Callable[[], dict[str, str]]) -> None:
 def check_softmax(fn: Callable[[Tensor], Tensor]) -> None:
     """Check fn(scores (..., Tk)) -> softmax over the last dim, also for huge scores."""
     g = torch.Generator().manual_seed(2)
-    for scores in (_randn(g, 3, 5, scale=2.0), _randn(g, 2, 3, 4, scale=2.0)):
+    for scores in (randn(g, 3, 5, scale=2.0), randn(g, 2, 3, 4, scale=2.0)):
         e = scores.exp()
         mistakes = [
             (
@@ -223,7 +220,7 @@ def check_gaussian_pooling(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]
     """
     g = torch.Generator().manual_seed(3)
     keys = torch.rand(12, generator=g) * 5
-    values = torch.sin(keys) + 0.1 * _randn(g, 12)
+    values = torch.sin(keys) + 0.1 * randn(g, 12)
     queries = torch.linspace(0, 5, 7)
     for width in (0.5, 2.0):
         kernel = torch.exp(-((queries[:, None] - keys[None, :]).double() ** 2) / (2 * width**2))
@@ -245,8 +242,8 @@ def check_additive_scores(fn: Callable[..., Tensor]) -> None:
     """
     g = torch.Generator().manual_seed(4)
     b, tq, tk, dq, dk, h = 2, 3, 4, 5, 6, 7
-    query, key = _randn(g, b, tq, dq), _randn(g, b, tk, dk)
-    w_q, w_k, w_v = _randn(g, dq, h, scale=0.5), _randn(g, dk, h, scale=0.5), _randn(g, h)
+    query, key = randn(g, b, tq, dq), randn(g, b, tk, dk)
+    w_q, w_k, w_v = randn(g, dq, h, scale=0.5), randn(g, dk, h, scale=0.5), randn(g, h)
     module = AdditiveAttention(dq, dk, h)
     with torch.no_grad():
         module.w_q.weight.copy_(w_q.T)  # nn.Linear stores (out, in)
@@ -275,7 +272,7 @@ def check_bilinear_scores(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Non
     """Check fn(query (B, Tq, Dq), key (B, Tk, Dk), w (Dq, Dk)) -> (q @ w) @ k^T / sqrt(Dk)."""
     g = torch.Generator().manual_seed(5)
     b, tq, tk, dq, dk = 2, 3, 4, 5, 8
-    query, key, w = _randn(g, b, tq, dq), _randn(g, b, tk, dk), _randn(g, dq, dk, scale=0.4)
+    query, key, w = randn(g, b, tq, dq), randn(g, b, tk, dk), randn(g, dq, dk, scale=0.4)
     projected = query @ w  # (B, Tq, Dk)
     want = scaled_dot_product_attention(projected, key, key).scores  # (B, Tq, Tk)
     raw = projected @ key.transpose(1, 2)
@@ -322,7 +319,7 @@ def check_attention(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
     g = torch.Generator().manual_seed(6)
     cases = [((), 4, 6, 8, 3), ((2, 2), 4, 6, 8, 3)]  # (lead, Tq, Tk, D, Dv)
     for lead, tq, tk, d, dv in cases:
-        q, k, v = _randn(g, *lead, tq, d), _randn(g, *lead, tk, d), _randn(g, *lead, tk, dv)
+        q, k, v = randn(g, *lead, tq, d), randn(g, *lead, tk, d), randn(g, *lead, tk, dv)
         want = scaled_dot_product_attention(q, k, v).output
         torch.testing.assert_close(want, torch.nn.functional.scaled_dot_product_attention(q, k, v))
         hint = ""
@@ -486,7 +483,7 @@ def check_dot_product_variance(fn: Callable[[int, float, float], float]) -> None
 def check_softmax_jacobian(fn: Callable[[Tensor], Tensor]) -> None:
     """Check fn(p (K,)) -> J (K, K) with J[i, j] = d softmax_i / d score_j = p_i (1[i=j] - p_j)."""
     g = torch.Generator().manual_seed(7)
-    for scores in (_randn(g, 5), torch.tensor([8.0, 0.0, -1.0, 0.5])):
+    for scores in (randn(g, 5), torch.tensor([8.0, 0.0, -1.0, 0.5])):
         p = torch.softmax(scores, dim=0)
         want = torch.autograd.functional.jacobian(lambda s: masked_softmax(s), scores)  # (K, K)
         outer = torch.outer(p, p)

@@ -28,7 +28,16 @@ from ..functional import repeat_kv, scaled_dot_product_attention
 from ..masks import sliding_window_mask
 from ..memory import kv_cache_bytes
 from ..positional import alibi_slopes, apply_rope
-from ._checking import Wrong, call, checker, compare, expect_int, name_mistake, name_of
+from ._checking import (
+    Wrong,
+    call,
+    checker,
+    compare,
+    expect_int,
+    name_mistake,
+    name_of,
+    randn,
+)
 
 __all__ = [
     "check_alibi_bias",
@@ -42,10 +51,6 @@ __all__ = [
     "check_rope_half",
     "check_sliding_window_mask",
 ]
-
-
-def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
-    return torch.randn(*shape, generator=g) * scale
 
 
 def _pair(got: Any, names: str, n: int = 2) -> tuple[Any, ...]:
@@ -110,7 +115,7 @@ def check_online_softmax_update(fn: Callable[[Tensor, Tensor, Tensor], tuple]) -
         ]
         compare(got_l, l_new, mistakes, what=f"l_new {what}")
     g = torch.Generator().manual_seed(13)
-    row = _randn(g, 10, scale=3.0)  # (T,)
+    row = randn(g, 10, scale=3.0)  # (T,)
     m, l = torch.tensor(float("-inf")), torch.tensor(0.0)
     for start in range(0, 10, 3):
         m, l = _pair(call(fn, m, l, row[start : start + 3]), "m_new, l_new")
@@ -137,11 +142,11 @@ def check_flash_tile_update(fn: Callable[..., tuple]) -> None:
     """
     g = torch.Generator().manual_seed(14)
     bq, bk, dv = 3, 4, 5
-    m = _randn(g, bq)
+    m = randn(g, bq)
     l = torch.rand(bq, generator=g) * 3 + 1
-    acc = _randn(g, bq, dv)
-    s = _randn(g, bq, bk, scale=2.0) + 1.0  # raises the max of most rows
-    v = _randn(g, bk, dv)
+    acc = randn(g, bq, dv)
+    s = randn(g, bq, bk, scale=2.0) + 1.0  # raises the max of most rows
+    v = randn(g, bk, dv)
     m_new, l_new, acc_new = _tile_reference(m, l, acc, s, v)
     got = _pair(call(fn, m, l, acc, s, v), "m_new, l_new, acc_new", 3)
     compare(got[0], m_new, [(s.amax(-1), "m_new = max(m, rowmax(scores)): keep the old max")])
@@ -171,7 +176,7 @@ def check_flash_tile_update(fn: Callable[..., tuple]) -> None:
         ),
     ]
     compare(got[2], acc_new, mistakes, what="acc_new")
-    q, k, vv = _randn(g, 4, 6), _randn(g, 8, 6), _randn(g, 8, 5)
+    q, k, vv = randn(g, 4, 6), randn(g, 8, 6), randn(g, 8, 5)
     scores = q @ k.T / math.sqrt(6)  # (4, 8)
     m, l, acc = torch.full((4,), float("-inf")), torch.zeros(4), torch.zeros(4, 5)
     for c0 in (0, 3, 6):
@@ -245,7 +250,7 @@ def check_repeat_kv(fn: Callable[[Tensor, int], Tensor]) -> None:
     """Check fn(x (B, Hkv, T, D), n_rep) -> (B, Hkv * n_rep, T, D), head h = x[:, h // n_rep]."""
     g = torch.Generator().manual_seed(15)
     for shape, n_rep in (((2, 3, 4, 5), 3), ((1, 2, 3, 2), 4), ((2, 4, 1, 3), 1)):
-        x = _randn(g, *shape)
+        x = randn(g, *shape)
         want = repeat_kv(x, n_rep)
         mistakes = [
             (
@@ -269,8 +274,8 @@ def check_cached_attention(fn: Callable[..., Tensor]) -> None:
     """
     g = torch.Generator().manual_seed(16)
     d, t = 8, 6
-    q, k_cache, v_cache = _randn(g, 1, d), _randn(g, t, d), _randn(g, t, d)
-    k_new, v_new = _randn(g, 1, d), _randn(g, 1, d)
+    q, k_cache, v_cache = randn(g, 1, d), randn(g, t, d), randn(g, t, d)
+    k_new, v_new = randn(g, 1, d), randn(g, 1, d)
     k_all, v_all = torch.cat([k_cache, k_new]), torch.cat([v_cache, v_new])  # (T + 1, D)
     want = scaled_dot_product_attention(q, k_all, v_all).output  # (1, D)
     mistakes = [
@@ -296,7 +301,7 @@ def check_rope_half(fn: Callable[[Tensor, Tensor, float], Tensor]) -> None:
     """Check fn(x (T, D), positions (T,), base) -> RoPE of x in the "half" layout."""
     g = torch.Generator().manual_seed(17)
     for t, d, base in ((5, 8, 10000.0), (4, 6, 100.0)):
-        x = _randn(g, t, d)
+        x = randn(g, t, d)
         positions = torch.arange(3, 3 + t)
         want = apply_rope(x, positions, base=base, layout="half")
         half = d // 2
@@ -394,7 +399,7 @@ def check_perplexity(fn: Callable[[Tensor, Tensor], float]) -> None:
     """Check fn(logits (T, V), ids (T,)) -> perplexity of ids[1:] under logits[:-1] (a number)."""
     g = torch.Generator().manual_seed(18)
     t, v = 12, 7
-    logits = _randn(g, t, v, scale=2.0)
+    logits = randn(g, t, v, scale=2.0)
     ids = torch.randint(0, v, (t,), generator=g)
     logp = torch.log_softmax(logits, -1)
     nll = -logp[:-1].gather(-1, ids[1:, None]).squeeze(-1)  # (T - 1,)
