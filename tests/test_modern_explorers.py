@@ -47,7 +47,7 @@ from attention.explore.windows import (
     window_run,
 )
 from attention.flash import flash_attention_steps
-from attention.masks import sliding_window_mask
+from attention.masks import causal_mask, sliding_window_mask
 from attention.memory import flash_attention_traffic, kv_cache_bytes, naive_attention_traffic
 from attention.models.pretrained import SmolLM2, SmolLM2Config
 from widgets.explorers.flash import FlashExplorer
@@ -664,7 +664,8 @@ def test_rope_export(tmp_path):
 def test_masked_logits_with_the_causal_mask_equal_the_models_forward():
     model = _tiny_smollm2()
     ids = torch.randint(0, 48, (2, 9), generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(masked_logits(model, ids), model(ids).logits, atol=1e-5, rtol=1e-5)
+    causal = masked_logits(model, ids, causal_mask(9))  # given, not the model's default
+    torch.testing.assert_close(causal, model(ids).logits, atol=1e-5, rtol=1e-5)
     wide = sliding_window_mask(9, 9)
     torch.testing.assert_close(
         masked_logits(model, ids, wide), model(ids).logits, atol=1e-5, rtol=1e-5
