@@ -132,3 +132,19 @@ def test_cell_colours_are_the_colour_table_s(chromium, tmp_path, colormap):
     hatch = [_rgb(MASKED_FACE), _rgb(MASKED_HATCH)]  # a hatched cell shows only these two
     assert got[1, 4].tolist() in hatch  # NaN
     assert got[1, 5].tolist() in hatch  # masked 0.5: not its colour
+
+
+@pytest.mark.parametrize("blocked", [None, (), ((0, 0),), ((2, 7),)])
+def test_masked_legend_only_when_a_cell_is_masked(chromium, tmp_path, blocked):
+    """The "masked" legend (40 px beside the colour bar) is drawn when any cell is masked, the
+    first or the last one included, and not for an all-False mask or no mask at all."""
+    values = np.linspace(0.0, 1.0, 3 * 8, dtype=np.float32).reshape(3, 8)
+    masked = None
+    if blocked is not None:
+        masked = np.zeros_like(values, dtype=bool)
+        for r, c in blocked:
+            masked[r, c] = True
+    hm = Heatmap(values, masked=masked, vmin=0.0, vmax=1.0, panel_size=240)
+    found = _draw_in_chromium(chromium, tmp_path, hm, "return layout;")
+    legend = found["width"] - found["barX"] - 70  # the bar's column: 70 px, +40 with a legend
+    assert legend == (40 if blocked else 0), found

@@ -77,6 +77,14 @@ function measureCached(ctx, font, text) {
   return w;
 }
 
+// Whether any element of a typed array is non-zero: a plain loop, where
+// TypedArray.prototype.some would call a function per element (16 K of them in the masks of
+// a 64-token explorer's panels, every redraw).
+function anyNonZero(a) {
+  for (let i = 0; i < a.length; i++) if (a[i] !== 0) return true;
+  return false;
+}
+
 function readArray(obj) {
   if (!obj || !obj.shape) return null;
   let raw = obj.buffer;

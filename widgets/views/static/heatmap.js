@@ -139,8 +139,8 @@ function renderHeatmap({ model, el }) {
 
   function layout(ctx, st) {
     const legend = [];
-    if (st.masked && st.masked.data.some((m) => m)) legend.push("masked");
-    if (st.full && st.full.data.some((m) => m)) legend.push("full");
+    if (st.masked && anyNonZero(st.masked.data)) legend.push("masked");
+    if (st.full && anyNonZero(st.full.data)) legend.push("full");
     const measure = (font, text) => measureCached(ctx, font, text);
     const g = heatmapLayout(
       {
