@@ -1,6 +1,7 @@
 """Key press -> changed figure, in headless Chromium + JupyterLab: median of N presses each.
 
     python benchmarks/browser_latency.py [--presses 12] [--baseline DIR] [--json FILE]
+                                         [--switch-cells]
 
 Measures, in one run on one server and one browser (the same set-up as the browser tests,
 tests/browser/harness.py):
@@ -13,6 +14,13 @@ and prints a table with each time's ratio to the bare round trip (goal: <= 1.5) 
 explorer (goal: >= 3). Each time runs from the keydown event to the first animation frame
 showing the change, measured inside the page, so it includes up to one frame of polling. The
 cases are interleaved, round after round, so load from elsewhere on the machine hits them alike.
+
+Each press finds its control focused and the page at rest, as a learner's next move of a
+slider does. Focusing a control in another cell makes that cell JupyterLab's active cell, and
+the page then repaints every frame for 1.2 s (every code editor restarts its cursor blink);
+on a 2-core machine that slows the kernel's messages by several ms, more for a large update
+than for the bare label. --switch-cells measures that case instead: each press right after
+focusing its control, the way the first move after clicking a slider in another cell goes.
 
 --baseline DIR measures a second copy of the `widgets` package (e.g. an older commit's:
 `git archive <rev> widgets | tar -x -C /tmp/old`, then `--baseline /tmp/old/widgets`) in the
@@ -215,10 +223,39 @@ def wait_kernel_idle(notebook: harness.LabNotebook) -> None:
     notebook.page.wait_for_timeout(100)
 
 
+def wait_page_still(page, timeout_ms: int = 3000) -> None:
+    """Wait until no CSS animation runs on the page (at most `timeout_ms`).
+
+    Focusing a control in another cell makes that cell JupyterLab's active cell; every code
+    editor of the notebook then updates and restarts its cursor's 1.2 s blink animation
+    (CodeMirror), and the page is repainted every frame until the blinks end, which on this
+    2-core machine slows the kernel's messages by several ms. That is a cost of switching
+    cells, the same for any widget, not of moving a slider: the press waits it out.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            "() => !document.getAnimations().some((a) => a.playState === 'running')",
+            timeout=timeout_ms,
+        )
+    except PlaywrightTimeout:  # an endless animation: measure anyway
+        pass
+
+
 def measure(
-    notebook: harness.LabNotebook, cases: list[Case], presses: int, warmup: int = 2
+    notebook: harness.LabNotebook,
+    cases: list[Case],
+    presses: int,
+    warmup: int = 2,
+    switch_cells: bool = False,
 ) -> dict[str, list[float]]:
-    """Press each case's control in turn, round after round, and time each press."""
+    """Press each case's control in turn, round after round, and time each press.
+
+    By default each press finds its control focused and the page at rest (wait_page_still);
+    with `switch_cells` it comes right after focusing the control, as the first move after
+    clicking a slider in another cell does.
+    """
     page = notebook.page
     times: dict[str, list[float]] = {case.name: [] for case in cases}
     for round_ in range(warmup + presses):
@@ -227,14 +264,24 @@ def measure(
             control = page.locator(case.control).nth(case.nth[round_ % 2])
             targets = page.locator(case.targets)
             targets.first.scroll_into_view_if_needed()
-            wait_kernel_idle(notebook)
+            if switch_cells:
+                wait_kernel_idle(notebook)  # the press focuses the control
+            else:
+                # focused, and the page at rest: as a learner's next move of a slider finds it
+                handle = harness.focus_target(control)
+                handle.scroll_into_view_if_needed()
+                handle.focus()
+                wait_kernel_idle(notebook)
+                wait_page_still(page)
             elapsed = harness.key_to_change_ms(page, control, targets, key)
             if round_ >= warmup:
                 times[case.name].append(elapsed)
     return times
 
 
-def run(presses: int, baseline: Path | None = None) -> dict[str, list[float]]:
+def run(
+    presses: int, baseline: Path | None = None, switch_cells: bool = False
+) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
     packages = ["widgets"] if explorer_available() else []
@@ -259,7 +306,7 @@ def run(presses: int, baseline: Path | None = None) -> dict[str, list[float]]:
                 cases = [BARE, NAIVE]
                 for package in packages:
                     cases += [as_pressed(page, case) for case in explorer_cases(package)]
-                results = measure(notebook, cases, presses)
+                results = measure(notebook, cases, presses, switch_cells=switch_cells)
                 browser.close()
         finally:
             server.stop()
@@ -275,13 +322,18 @@ def paired_ratio(times: list[float], bare: list[float]) -> float:
     return statistics.median(t / b for t, b in zip(times, bare, strict=False))
 
 
-def report(results: dict[str, list[float]], presses: int, seconds: float) -> str:
+def report(
+    results: dict[str, list[float]], presses: int, seconds: float, switch_cells: bool = False
+) -> str:
     medians = {name: statistics.median(times) for name, times in results.items()}
     bare, naive = medians[BARE.name], medians[NAIVE.name]
     ratio = {name: paired_ratio(times, results[BARE.name]) for name, times in results.items()}
     lines = [
         f"Key press -> changed figure, headless Chromium + JupyterLab, median of {presses} "
         "presses (ms; min-max); x bare: the median of each round's ratio to the bare press",
+        "each press right after focusing its control (switching cells)"
+        if switch_cells
+        else "each press on a page at rest, its control focused",
         "",
         f"{'case':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'x bare':>7s}",
     ]
@@ -321,6 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presses", type=int, default=12, help="measured presses per case")
     parser.add_argument("--json", type=Path, help="also write the raw times (ms) to this file")
     parser.add_argument(
+        "--switch-cells",
+        action="store_true",
+        help="press right after focusing the control (the first move after switching cells), "
+        "instead of on a page at rest",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="a copy of the widgets package (e.g. an older commit's) to measure beside this one",
@@ -335,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser latency benchmark skipped: {reason}")
         return 0
     start = time.monotonic()
-    results = run(args.presses, args.baseline)
-    print(report(results, args.presses, time.monotonic() - start))
+    results = run(args.presses, args.baseline, args.switch_cells)
+    print(report(results, args.presses, time.monotonic() - start, args.switch_cells))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
