@@ -62,11 +62,12 @@ NB ?= lessons/explorers.ipynb
 classroom: $(STAMP)
 	$(PY) -m widgets.classroom $(NB)
 
-# The benchmark scripts that print the README's figures (about 10 minutes). The sliding-window
+# The benchmark scripts that print the README's figures (about 15 minutes). The sliding-window
 # and sink experiment takes about 25 more: $(PY) benchmarks/sink_window.py
 bench: $(STAMP)
 	$(PY) benchmarks/kernel_update.py
 	$(PY) benchmarks/browser_latency.py
+	$(PY) benchmarks/browser_latency.py --voila
 	$(PY) benchmarks/train_reverse.py --no-save
 	$(PY) benchmarks/pretrained.py
 	$(PY) benchmarks/flash_memory.py

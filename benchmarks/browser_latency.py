@@ -1,7 +1,7 @@
 """Key press -> changed figure, in headless Chromium + JupyterLab: median of N presses each.
 
     python benchmarks/browser_latency.py [--presses 12] [--baseline DIR] [--json FILE]
-                                         [--switch-cells]
+                                         [--switch-cells] [--voila]
 
 Measures, in one run on one server and one browser (the same set-up as the browser tests,
 tests/browser/harness.py):
@@ -21,6 +21,7 @@ the page then repaints every frame for 1.2 s (every code editor restarts its cur
 on a 2-core machine that slows the kernel's messages by several ms, more for a large update
 than for the bare label. --switch-cells measures that case instead: each press right after
 focusing its control, the way the first move after clicking a slider in another cell goes.
+--voila measures on the classroom page instead (`make classroom`: Voila, no code editors).
 
 --baseline DIR measures a second copy of the `widgets` package (e.g. an older commit's:
 `git archive <rev> widgets | tar -x -C /tmp/old`, then `--baseline /tmp/old/widgets`) in the
@@ -37,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,7 +246,8 @@ def wait_page_still(page, timeout_ms: int = 3000) -> None:
 
 
 def measure(
-    notebook: harness.LabNotebook,
+    page,
+    settle: Callable[[], None],
     cases: list[Case],
     presses: int,
     warmup: int = 2,
@@ -254,9 +257,8 @@ def measure(
 
     By default each press finds its control focused and the page at rest (wait_page_still);
     with `switch_cells` it comes right after focusing the control, as the first move after
-    clicking a slider in another cell does.
+    clicking a slider in another cell does. `settle()` waits for the previous update to end.
     """
-    page = notebook.page
     times: dict[str, list[float]] = {case.name: [] for case in cases}
     for round_ in range(warmup + presses):
         for case in cases:
@@ -265,13 +267,13 @@ def measure(
             targets = page.locator(case.targets)
             targets.first.scroll_into_view_if_needed()
             if switch_cells:
-                wait_kernel_idle(notebook)  # the press focuses the control
+                settle()  # the press focuses the control
             else:
                 # focused, and the page at rest: as a learner's next move of a slider finds it
                 handle = harness.focus_target(control)
                 handle.scroll_into_view_if_needed()
                 handle.focus()
-                wait_kernel_idle(notebook)
+                settle()
                 wait_page_still(page)
             elapsed = harness.key_to_change_ms(page, control, targets, key)
             if round_ >= warmup:
@@ -280,7 +282,10 @@ def measure(
 
 
 def run(
-    presses: int, baseline: Path | None = None, switch_cells: bool = False
+    presses: int,
+    baseline: Path | None = None,
+    switch_cells: bool = False,
+    voila: bool = False,
 ) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
@@ -293,20 +298,32 @@ def run(
             shutil.copytree(baseline, root / BASELINE_PACKAGE)
             packages.append(BASELINE_PACKAGE)
         write_notebook(root / NOTEBOOK, packages)
-        server = harness.start_jupyterlab(root, Path(tmp) / "state")
+        start = harness.start_voila if voila else harness.start_jupyterlab
+        server = start(root, Path(tmp) / "state")
         try:
             with sync_playwright() as playwright:
                 browser = harness.launch_browser(playwright)
                 page = browser.new_context(viewport=VIEWPORT).new_page()
-                notebook = harness.LabNotebook(page, server, NOTEBOOK).open()
-                notebook.run_all()
-                errors = notebook.error_cells()
+                if voila:  # the classroom page: the notebook run, its code hidden
+                    harness.open_voila(page, server, NOTEBOOK, ready_class="bench-bare-slider")
+                    errors = harness.voila_errors(page)
+
+                    def settle() -> None:  # no kernel indicator on the page: updates take < 0.1 s
+                        page.wait_for_timeout(300)
+                else:
+                    notebook = harness.LabNotebook(page, server, NOTEBOOK).open()
+                    notebook.run_all()
+                    errors = [str(e) for e in notebook.error_cells()]
+
+                    def settle() -> None:
+                        wait_kernel_idle(notebook)
+
                 if errors:
-                    raise SystemExit(f"benchmark notebook failed: {'; '.join(map(str, errors))}")
+                    raise SystemExit(f"benchmark notebook failed: {'; '.join(errors)}")
                 cases = [BARE, NAIVE]
                 for package in packages:
                     cases += [as_pressed(page, case) for case in explorer_cases(package)]
-                results = measure(notebook, cases, presses, switch_cells=switch_cells)
+                results = measure(page, settle, cases, presses, switch_cells=switch_cells)
                 browser.close()
         finally:
             server.stop()
@@ -322,27 +339,41 @@ def paired_ratio(times: list[float], bare: list[float]) -> float:
     return statistics.median(t / b for t, b in zip(times, bare, strict=False))
 
 
+def paired_extra(times: list[float], bare: list[float]) -> float:
+    """Median over rounds of this case's time minus the bare round trip's in the same round
+    (ms): what the update costs beyond the round trip, which the ratio hides when the bare
+    press itself is fast or slow (it moves by a frame, 16.7 ms, from run to run)."""
+    return statistics.median(t - b for t, b in zip(times, bare, strict=False))
+
+
 def report(
-    results: dict[str, list[float]], presses: int, seconds: float, switch_cells: bool = False
+    results: dict[str, list[float]],
+    presses: int,
+    seconds: float,
+    switch_cells: bool = False,
+    voila: bool = False,
 ) -> str:
     medians = {name: statistics.median(times) for name, times in results.items()}
     bare, naive = medians[BARE.name], medians[NAIVE.name]
     ratio = {name: paired_ratio(times, results[BARE.name]) for name, times in results.items()}
+    extra = {name: paired_extra(times, results[BARE.name]) for name, times in results.items()}
     lines = [
-        f"Key press -> changed figure, headless Chromium + JupyterLab, median of {presses} "
-        "presses (ms; min-max); x bare: the median of each round's ratio to the bare press",
+        f"Key press -> changed figure, headless Chromium + {'Voila' if voila else 'JupyterLab'}, "
+        f"median of {presses} "
+        "presses (ms; min-max); x bare, + bare: the median of each round's ratio to, and "
+        "difference from, the bare press",
         "each press right after focusing its control (switching cells)"
         if switch_cells
         else "each press on a page at rest, its control focused",
         "",
-        f"{'case':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'x bare':>7s}",
+        f"{'case':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'x bare':>7s} {'+ bare':>7s}",
     ]
     for name, times in results.items():
         if name.startswith(f"{BASELINE_PACKAGE}: "):
             continue
         lines.append(
             f"{name:40s} {medians[name]:8.1f} {min(times):7.1f} {max(times):7.1f} "
-            f"{ratio[name]:7.2f}"
+            f"{ratio[name]:7.2f} {extra[name]:7.1f}"
         )
     if not explorer_available():
         lines.append("AttentionExplorer: not available (no widgets.AttentionExplorer)")
@@ -373,6 +404,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presses", type=int, default=12, help="measured presses per case")
     parser.add_argument("--json", type=Path, help="also write the raw times (ms) to this file")
     parser.add_argument(
+        "--voila",
+        action="store_true",
+        help="measure on the classroom page (Voila, make classroom) instead of JupyterLab",
+    )
+    parser.add_argument(
         "--switch-cells",
         action="store_true",
         help="press right after focusing the control (the first move after switching cells), "
@@ -393,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser latency benchmark skipped: {reason}")
         return 0
     start = time.monotonic()
-    results = run(args.presses, args.baseline, args.switch_cells)
-    print(report(results, args.presses, time.monotonic() - start, args.switch_cells))
+    results = run(args.presses, args.baseline, args.switch_cells, args.voila)
+    print(report(results, args.presses, time.monotonic() - start, args.switch_cells, args.voila))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
