@@ -1,4 +1,4 @@
-"""Key press -> changed figure, in headless Chromium + JupyterLab: median of N presses each.
+"""Key press -> changed figure, in headless Chromium + JupyterLab or Voilà: median of N presses.
 
     python benchmarks/browser_latency.py [--presses 12] [--baseline DIR] [--json FILE]
                                          [--switch-cells] [--voila]
