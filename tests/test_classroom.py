@@ -105,3 +105,31 @@ def test_rejects_impossible_culling_settings(
     with pytest.raises(SystemExit):
         classroom.parse_args([str(tmp_path), *args])
     assert message in capsys.readouterr().err
+
+
+def test_the_server_side_imports_leave_torch_and_the_explorers_out() -> None:
+    """`python -m widgets.classroom` (the Voilà server) and `widgets.setup_lab` import the
+    `widgets` package; its public names load on first use, so the server process never
+    imports torch or the explorers (the kernels do)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, widgets.classroom, widgets.setup_lab; "
+        "print(sorted(m for m in ('torch', 'widgets.explorers', 'anywidget') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_public_names_load_on_first_use() -> None:
+    import widgets
+
+    assert widgets.AttentionExplorer.__module__ == "widgets.explorers.attention"
+    assert widgets.Heatmap.__module__ == "widgets.views.heatmap"
+    assert callable(widgets.presenter) and callable(widgets.pictures)
+    for name in widgets.__all__:
+        assert getattr(widgets, name) is not None
+        assert name in dir(widgets)
+    with pytest.raises(AttributeError, match="has no attribute 'AttentionExplorr'"):
+        widgets.AttentionExplorr  # noqa: B018 - the attribute access is the test

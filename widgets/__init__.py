@@ -27,47 +27,52 @@ pure functions of `attention.explore` and to the views; `classroom` and `setup_l
 Voilà and JupyterLab.
 """
 
-from .explorers import (
-    AttentionExplorer,
-    FlashExplorer,
-    HeadsExplorer,
-    HeadView,
-    KVCacheExplorer,
-    MaskExplorer,
-    ModelView,
-    NeuronView,
-    PositionalEncodingExplorer,
-    RopeExplorer,
-    ScalingExplorer,
-    TokenAttentionView,
-    TrainingAttentionExplorer,
-    TrainingProgress,
-)
-from .explorers.base import palette, presenter
-from .views import Heatmap, SeriesChart, TokenLines
-from .views.export import export_heatmap
-from .views.picture import pictures
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "AttentionExplorer",
-    "FlashExplorer",
-    "Heatmap",
-    "HeadView",
-    "HeadsExplorer",
-    "KVCacheExplorer",
-    "MaskExplorer",
-    "ModelView",
-    "NeuronView",
-    "PositionalEncodingExplorer",
-    "RopeExplorer",
-    "ScalingExplorer",
-    "SeriesChart",
-    "TokenAttentionView",
-    "TokenLines",
-    "TrainingAttentionExplorer",
-    "TrainingProgress",
-    "export_heatmap",
-    "palette",
-    "pictures",
-    "presenter",
-]
+# Each public name and the module it comes from. They are imported when first used (PEP 562),
+# not with the package: `python -m widgets.classroom` (the Voilà server) and
+# `python -m widgets.setup_lab` then start without torch and the explorers, which only the
+# kernels run (tests/test_classroom.py checks that the server's import leaves torch out).
+_PUBLIC = {
+    **dict.fromkeys(
+        [
+            "AttentionExplorer",
+            "FlashExplorer",
+            "HeadView",
+            "HeadsExplorer",
+            "KVCacheExplorer",
+            "MaskExplorer",
+            "ModelView",
+            "NeuronView",
+            "PositionalEncodingExplorer",
+            "RopeExplorer",
+            "ScalingExplorer",
+            "TokenAttentionView",
+            "TrainingAttentionExplorer",
+            "TrainingProgress",
+        ],
+        ".explorers",
+    ),
+    "palette": ".explorers.base",
+    "presenter": ".explorers.base",
+    "Heatmap": ".views",
+    "SeriesChart": ".views",
+    "TokenLines": ".views",
+    "export_heatmap": ".views.export",
+    "pictures": ".views.picture",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'widgets' has no attribute {name!r}")
+    value = getattr(import_module(_PUBLIC[name], __name__), name)
+    globals()[name] = value  # once imported, an ordinary module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
