@@ -1,7 +1,7 @@
 """Key press -> changed figure, in headless Chromium + JupyterLab or Voilà: median of N presses.
 
     python benchmarks/browser_latency.py [--presses 12] [--baseline DIR] [--json FILE]
-                                         [--switch-cells] [--voila]
+                                         [--switch-cells] [--voila] [--quick-release]
 
 Measures, in one run on one server and one browser (the same set-up as the browser tests,
 tests/browser/harness.py):
@@ -22,6 +22,11 @@ on a 2-core machine that slows the kernel's messages by several ms, more for a l
 than for the bare label. --switch-cells measures that case instead: each press right after
 focusing its control, the way the first move after clicking a slider in another cell goes.
 --voila measures on the classroom page instead (`make classroom`: Voila, no code editors).
+
+Each key is held down until the change shows, then released, as a person's key press (about
+0.1 s) is. --quick-release presses the way Playwright's `press` does instead, releasing the key
+at once: Chromium then holds the page's network messages back until it has drawn a frame after
+the key-up as well, which delays every reply from the kernel (the bare one too) by up to a frame.
 
 --baseline DIR measures a second copy of the `widgets` package (e.g. an older commit's:
 `git archive <rev> widgets | tar -x -C /tmp/old`, then `--baseline /tmp/old/widgets`) in the
@@ -252,12 +257,14 @@ def measure(
     presses: int,
     warmup: int = 2,
     switch_cells: bool = False,
+    hold: bool = True,
 ) -> dict[str, list[float]]:
     """Press each case's control in turn, round after round, and time each press.
 
     By default each press finds its control focused and the page at rest (wait_page_still);
     with `switch_cells` it comes right after focusing the control, as the first move after
     clicking a slider in another cell does. `settle()` waits for the previous update to end.
+    `hold`: the key stays down until the change shows (harness.key_to_change_ms).
     """
     times: dict[str, list[float]] = {case.name: [] for case in cases}
     for round_ in range(warmup + presses):
@@ -275,7 +282,7 @@ def measure(
                 handle.focus()
                 settle()
                 wait_page_still(page)
-            elapsed = harness.key_to_change_ms(page, control, targets, key)
+            elapsed = harness.key_to_change_ms(page, control, targets, key, hold=hold)
             if round_ >= warmup:
                 times[case.name].append(elapsed)
     return times
@@ -286,6 +293,7 @@ def run(
     baseline: Path | None = None,
     switch_cells: bool = False,
     voila: bool = False,
+    hold: bool = True,
 ) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
@@ -323,7 +331,9 @@ def run(
                 cases = [BARE, NAIVE]
                 for package in packages:
                     cases += [as_pressed(page, case) for case in explorer_cases(package)]
-                results = measure(page, settle, cases, presses, switch_cells=switch_cells)
+                results = measure(
+                    page, settle, cases, presses, switch_cells=switch_cells, hold=hold
+                )
                 browser.close()
         finally:
             server.stop()
@@ -352,6 +362,7 @@ def report(
     seconds: float,
     switch_cells: bool = False,
     voila: bool = False,
+    hold: bool = True,
 ) -> str:
     medians = {name: statistics.median(times) for name, times in results.items()}
     bare, naive = medians[BARE.name], medians[NAIVE.name]
@@ -362,9 +373,12 @@ def report(
         f"median of {presses} "
         "presses (ms; min-max); x bare, + bare: the median of each round's ratio to, and "
         "difference from, the bare press",
-        "each press right after focusing its control (switching cells)"
-        if switch_cells
-        else "each press on a page at rest, its control focused",
+        (
+            "each press right after focusing its control (switching cells)"
+            if switch_cells
+            else "each press on a page at rest, its control focused"
+        )
+        + ("; the key held until the change shows" if hold else "; the key released at once"),
         "",
         f"{'case':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'x bare':>7s} {'+ bare':>7s}",
     ]
@@ -415,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
         "instead of on a page at rest",
     )
     parser.add_argument(
+        "--quick-release",
+        action="store_true",
+        help="release each key at once (Playwright's press) instead of holding it until the "
+        "change shows",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="a copy of the widgets package (e.g. an older commit's) to measure beside this one",
@@ -429,8 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser latency benchmark skipped: {reason}")
         return 0
     start = time.monotonic()
-    results = run(args.presses, args.baseline, args.switch_cells, args.voila)
-    print(report(results, args.presses, time.monotonic() - start, args.switch_cells, args.voila))
+    hold = not args.quick_release
+    results = run(args.presses, args.baseline, args.switch_cells, args.voila, hold)
+    print(
+        report(results, args.presses, time.monotonic() - start, args.switch_cells, args.voila, hold)
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0

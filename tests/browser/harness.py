@@ -485,6 +485,7 @@ def key_to_change_ms(
     targets: Locator,
     key: str = "ArrowRight",
     timeout_s: float = UPDATE_S,
+    hold: bool = False,
 ) -> float:
     """Press `key` on `control`; return ms from the keydown event to the first animation frame
     by which every element matched by `targets` has been redrawn (a canvas drawn on, a new
@@ -493,6 +494,12 @@ def key_to_change_ms(
     Both ends are timed inside the page with performance.now(), so Playwright's own round
     trips are not counted; looking once per frame adds up to one frame (~17 ms at 60 Hz).
     This times a redraw, it does not check its pixels: tests do that with `wait_for_change`.
+
+    `hold`: keep the key down until the change shows, then release it, as a person's key
+    press (about 0.1 s long) does. Playwright's press releases the key at once; Chromium then
+    holds the page's network messages back until it has drawn a frame after the key-up as
+    well, which in JupyterLab delays the kernel's reply by up to a frame (measured: the reply
+    was in the browser 10 ms before the page could read it).
     """
     handles = targets.element_handles()
     if not handles:
@@ -522,11 +529,19 @@ def key_to_change_ms(
         }}""",
         handles,
     )
-    press_key(page, control, key)
+    if hold:
+        target = focus_target(control)
+        target.scroll_into_view_if_needed()
+        target.focus()
+        page.keyboard.down(key)
+    else:
+        press_key(page, control, key)
     elapsed = page.evaluate(
         f"""() => Promise.race([window.__keyToChange, new Promise((resolve) =>
               setTimeout(() => resolve(null), {timeout_s * 1000}))])"""
     )
+    if hold:
+        page.keyboard.up(key)
     if elapsed is None:
         raise AssertionError(f"{targets} did not all change within {timeout_s:.0f} s of {key}")
     return float(elapsed)

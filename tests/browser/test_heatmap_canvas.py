@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from widgets.views.heatmap import Heatmap
-from widgets.views.style import MASKED_FACE, MASKED_HATCH, esm, lut_rgb
+from widgets.views.style import MASKED_FACE, MASKED_HATCH, TEXT, esm, lut_rgb
 
 pytestmark = pytest.mark.browser
 
@@ -148,3 +148,57 @@ def test_masked_legend_only_when_a_cell_is_masked(chromium, tmp_path, blocked):
     found = _draw_in_chromium(chromium, tmp_path, hm, "return layout;")
     legend = found["width"] - found["barX"] - 70  # the bar's column: 70 px, +40 with a legend
     assert legend == (40 if blocked else 0), found
+
+
+@pytest.mark.parametrize("zoom", [1.0, 1.25])
+def test_labels_are_where_and_what_text_drawn_there_is(chromium, tmp_path, zoom):
+    """The row and column labels (copied from a strip drawn once, where they land on whole
+    pixels) match the same text drawn straight onto a canvas at the label positions."""
+    hm = Heatmap(
+        np.arange(20 * 24, dtype=float).reshape(20, 24), row_labels=_names("q", 20),
+        col_labels=_names("k", 24), cell_size=12, title="weights",
+    )  # fmt: skip
+    hm.zoom = zoom
+    found = _draw_in_chromium(
+        chromium,
+        tmp_path,
+        hm,
+        f"""
+        const dpr = {zoom};
+        const ref = document.createElement("canvas");
+        ref.width = canvas.width;
+        ref.height = canvas.height;
+        const r = ref.getContext("2d");
+        r.fillStyle = "{TEXT}";
+        r.font = `${{layout.labelPx}}px sans-serif`;
+        r.textBaseline = "middle";
+        const left = layout.gridLeft, top = layout.gridTop, cell = layout.cell;
+        r.textAlign = "right";
+        r.setTransform(dpr, 0, 0, dpr, 0, 0);
+        for (let i = 0; i < 20; i += layout.labelStep) {{
+          r.fillText("q" + i, left - 4, top + (i + 0.5) * cell);
+        }}
+        r.textAlign = "left";
+        for (let j = 0; j < 24; j += layout.labelStep) {{
+          r.setTransform(0, -dpr, dpr, 0, (left + (j + 0.5) * cell) * dpr, (top - 4) * dpr);
+          r.fillText("k" + j, 0, 0);
+        }}
+        // label areas only: left of the grid, and above it (below the title)
+        const areas = [[0, top * dpr, left * dpr - 1, (top + 20 * cell) * dpr],
+                       [left * dpr, 22 * dpr, (left + 24 * cell) * dpr, top * dpr - 1]];
+        let worst = 0, inked = 0;
+        for (const [x0, y0, x1, y1] of areas) {{
+          const [x, y] = [Math.floor(x0), Math.floor(y0)];
+          const [w, h] = [Math.floor(x1 - x0), Math.floor(y1 - y0)];
+          const a = ctx.getImageData(x, y, w, h).data;
+          const b = r.getImageData(x, y, w, h).data;
+          for (let i = 0; i < a.length; i++) {{
+            worst = Math.max(worst, Math.abs(a[i] - b[i]));
+            if (i % 4 === 3 && b[i] > 128) inked += 1;
+          }}
+        }}
+        return {{worst, inked}};
+        """,
+    )
+    assert found["inked"] > 200  # the reference has text in those areas: the check compares ink
+    assert found["worst"] == 0, found  # pixel for pixel

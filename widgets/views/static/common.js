@@ -87,13 +87,17 @@ function anyNonZero(a) {
 
 function readArray(obj) {
   if (!obj || !obj.shape) return null;
-  let raw = obj.buffer;
-  let buf;
-  if (raw instanceof ArrayBuffer) buf = raw;
-  else if (raw && ArrayBuffer.isView(raw)) {
-    buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
-  } else return null;
-  const data = obj.dtype === "float32" ? new Float32Array(buf) : new Uint8Array(buf);
+  const raw = obj.buffer;
+  const float = obj.dtype === "float32";
+  const Type = float ? Float32Array : Uint8Array;
+  if (raw instanceof ArrayBuffer) return { shape: obj.shape, data: new Type(raw) };
+  if (!raw || !ArrayBuffer.isView(raw)) return null;
+  // A view into the message's buffer: read in place where a float32 array may start there,
+  // else copy the bytes out (a Float32Array must start on a multiple of 4 bytes).
+  const size = Type.BYTES_PER_ELEMENT;
+  const data = raw.byteOffset % size === 0
+    ? new Type(raw.buffer, raw.byteOffset, Math.floor(raw.byteLength / size))
+    : new Type(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
   return { shape: obj.shape, data };
 }
 

@@ -96,6 +96,73 @@ export function heatmapLayout(spec, measure) {
   };
 }
 
+// Row and column labels, drawn once into a strip and copied onto every panel and redraw that
+// shows the same labels in the same size: a slider move redraws seven panels and most moves
+// change no label, so the text is laid out once instead of 64 + 64 times a panel (64 tokens).
+// A strip is copied only where it lands on whole device pixels (else the labels are drawn as
+// text), so the copy is pixel for pixel what drawing the text there gives.
+const LABEL_STRIPS = new Map();
+const LABEL_STRIPS_MAX = 64;
+
+function onPixels(v, dpr) {
+  return Math.abs(v * dpr - Math.round(v * dpr)) < 1e-6;
+}
+
+// Row labels right-aligned in a column `g.rowLabelW` wide whose top is the first row's top.
+function drawRowLabels(ctx, g, x, y) {
+  ctx.fillStyle = TEXT;
+  ctx.font = labelFont(g.labelPx);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (let r = 0; r < g.R; r += g.labelStep) {
+    ctx.fillText(g.rowLabels[r], x + g.rowLabelW - 4, y + (r + 0.5) * g.cell, g.rowLabelW - 6);
+  }
+}
+
+// Column labels, a quarter turn anticlockwise, above a grid whose left edge is at `x` and whose
+// top is at `y + g.colLabelH` (the matrix of scale(dpr) . translate . rotate(-pi / 2), set
+// directly). Leaves the transform rotated: the caller resets it.
+function drawColLabels(ctx, g, x, y, dpr) {
+  ctx.fillStyle = TEXT;
+  ctx.font = labelFont(g.labelPx);
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  const cos = Math.cos(-Math.PI / 2) * dpr;
+  const sin = Math.sin(-Math.PI / 2) * dpr;
+  const top = (y + g.colLabelH - 4) * dpr;
+  for (let c = 0; c < g.C; c += g.labelStep) {
+    ctx.setTransform(cos, sin, -sin, cos, (x + (c + 0.5) * g.cell) * dpr, top);
+    ctx.fillText(g.colLabels[c], 0, 0, g.colLabelH - 6);
+  }
+}
+
+// The strip of `kind` ("rows" or "cols") for layout `g` at `dpr`: {canvas, width, height, pad}
+// in drawing units; `pad` is the margin along the labels (text can reach past the first and
+// last row or column by half its height).
+function labelStrip(kind, g, dpr) {
+  const rows = kind === "rows";
+  const labels = rows ? g.rowLabels : g.colLabels;
+  const n = rows ? g.R : g.C;
+  const key = [kind, dpr, g.labelPx, g.cell, g.labelStep, g.rowLabelW, g.colLabelH, n,
+               TEXT, labels.join("\u0000")].join("\u0001");
+  let strip = LABEL_STRIPS.get(key);
+  if (strip) return strip;
+  const pad = Math.ceil(g.labelPx);
+  const width = rows ? g.rowLabelW : n * g.cell + 2 * pad;
+  const height = rows ? n * g.cell + 2 * pad : g.colLabelH;
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.max(1, Math.round(width * dpr));
+  canvas.height = Math.max(1, Math.round(height * dpr));
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  if (rows) drawRowLabels(ctx, g, 0, pad);
+  else drawColLabels(ctx, g, pad, 0, dpr);
+  strip = { canvas, width, height, pad };
+  if (LABEL_STRIPS.size >= LABEL_STRIPS_MAX) LABEL_STRIPS.delete(LABEL_STRIPS.keys().next().value);
+  LABEL_STRIPS.set(key, strip);
+  return strip;
+}
+
 const HEATMAP_KEYS = [
   "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
   "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
@@ -209,35 +276,41 @@ function renderHeatmap({ model, el }) {
       ctx.fillText(g.title, 0, 2);
     }
     // One offscreen image (one pixel per cell, the panels stacked vertically), filled in one
-    // pass and put once, then each panel's part scaled up without smoothing.
-    if (off.width !== C || off.height !== P * R) {
-      off.width = C;
-      off.height = P * R;
+    // pass and put once, then each panel's part scaled up without smoothing. It only grows:
+    // a move that changes the shape (seq_len, d_k, heads) reuses it, its top-left C x P*R
+    // corner, instead of allocating a canvas and an image again (about 1 ms a 64-token
+    // update of seven panels, measured).
+    if (off.width < C || off.height < P * R) {
+      off.width = Math.max(off.width, C);
+      off.height = Math.max(off.height, P * R);
       img = null;
     }
     if (!img) {
-      img = offCtx.createImageData(C, P * R);
+      img = offCtx.createImageData(off.width, off.height);
       pixels = new Uint32Array(img.data.buffer);
-      hiddenCells = new Uint8Array(P * R * C);
     }
+    if (!hiddenCells || hiddenCells.length < P * R * C) hiddenCells = new Uint8Array(P * R * C);
     // One pass: each cell's colour (white where not finite), and whether it is hatched.
     const packed = packedLut(model.get("colormap"));
     const white = 0xffffffff; // all four bytes 255: white, opaque, in either byte order
     const top = PACKED_STEPS - 1;
     const toStep = top / span;
+    const stride = img.width; // pixels per row of the image, >= C
     let anyHidden = false;
-    for (let i = 0, n = P * R * C; i < n; i++) {
-      const v = vals[i];
-      const finite = v - v === 0; // false for NaN and +-Infinity
-      if (finite) {
-        const s = (v - lo) * toStep;
-        pixels[i] = packed[s <= 0 ? 0 : s >= top ? top : (s + 0.5) | 0];
-      } else pixels[i] = white;
-      const hidden = !finite || (msk !== null && msk[i] !== 0);
-      hiddenCells[i] = hidden ? 1 : 0;
-      anyHidden = anyHidden || hidden;
+    for (let row = 0, i = 0; row < P * R; row++) {
+      for (let c = 0, px = row * stride; c < C; c++, i++, px++) {
+        const v = vals[i];
+        const finite = v - v === 0; // false for NaN and +-Infinity
+        if (finite) {
+          const s = (v - lo) * toStep;
+          pixels[px] = packed[s <= 0 ? 0 : s >= top ? top : (s + 0.5) | 0];
+        } else pixels[px] = white;
+        const hidden = !finite || (msk !== null && msk[i] !== 0);
+        hiddenCells[i] = hidden ? 1 : 0;
+        anyHidden = anyHidden || hidden;
+      }
     }
-    offCtx.putImageData(img, 0, 0);
+    offCtx.putImageData(img, 0, 0, 0, 0, C, P * R);
     ctx.imageSmoothingEnabled = false;
     const hr = model.get("highlight_row");
     for (let p = 0; p < P; p++) {
@@ -334,27 +407,24 @@ function renderHeatmap({ model, el }) {
       ctx.textBaseline = "top";
       ctx.fillText(g.titles[p] || "", pan.x, pan.titleY + 1);
     }
-    ctx.font = labelFont(g.labelPx);
     if (pan.rowLabels && g.rowLabelW) {
-      ctx.textAlign = "right";
-      ctx.textBaseline = "middle";
-      for (let r = 0; r < g.R; r += g.labelStep) {
-        ctx.fillText(g.rowLabels[r], pan.x - 4, pan.y + (r + 0.5) * g.cell, g.rowLabelW - 6);
-      }
+      const strip = labelStrip("rows", g, dpr);
+      const x = pan.x - g.rowLabelW;
+      const y = pan.y - strip.pad;
+      if (onPixels(x, dpr) && onPixels(y, dpr)) {
+        ctx.drawImage(strip.canvas, x, y, strip.width, strip.height);
+      } else drawRowLabels(ctx, g, x, y + strip.pad);
     }
     if (pan.colLabels && g.colLabelH) {
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      // rotated a quarter turn about each label's anchor: the matrix of
-      // scale(dpr) . translate(x, y) . rotate(-pi / 2), set directly
-      const cos = Math.cos(-Math.PI / 2) * dpr;
-      const sin = Math.sin(-Math.PI / 2) * dpr;
-      const y = (pan.y - 4) * dpr;
-      for (let c = 0; c < g.C; c += g.labelStep) {
-        ctx.setTransform(cos, sin, -sin, cos, (pan.x + (c + 0.5) * g.cell) * dpr, y);
-        ctx.fillText(g.colLabels[c], 0, 0, g.colLabelH - 6);
+      const strip = labelStrip("cols", g, dpr);
+      const x = pan.x - strip.pad;
+      const y = pan.y - g.colLabelH;
+      if (onPixels(x, dpr) && onPixels(y, dpr)) {
+        ctx.drawImage(strip.canvas, x, y, strip.width, strip.height);
+      } else {
+        drawColLabels(ctx, g, x + strip.pad, y, dpr);
+        ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       }
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     }
   }
 
