@@ -6,27 +6,36 @@
 // puts the buffers back, deserialises the state and sets it, in order with the model's other
 // messages; its views then redraw as usual.
 
-// The views' updates (our anywidget canvases) go first, then the controls' (ipywidgets
-// sliders whose range or value the kernel moved), each model's in the order sent. A slider's
-// view reads the page's layout when the kernel updates it (its readout's overflow check);
-// run before the canvases, that held up their redraw: at 64 tokens an n_heads move (the head
-// slider's range changes) drew 6 ms later and took 7 ms longer (benchmarks/browser_latency.py).
-// Updates of different models are independent, so the order between them is free.
-function applyBatch(models, content, buffers) {
+// The views' updates (our anywidget canvases) are set and drawn first, then the controls'
+// (ipywidgets sliders whose range or value the kernel moved, readouts), each model's in the
+// order sent. A slider's view reads the page's layout when the kernel updates it (its
+// readout's overflow check); before the canvases have drawn, that layout is thrown away by
+// their new sizes and done again for the frame. Handing the views their updates first is
+// not enough: a model applies an update a few promise steps later, and an anywidget model
+// takes more steps than a slider, so the controls must wait for the views' updates to have
+// been set (their redraws are queued as they are set, so they run first). It all happens in
+// one task, before the page draws its next frame. Updates of different models are
+// independent, so the order between them is free.
+async function applyBatch(models, content, buffers) {
   let offset = 0;
   const updates = content.items.map((item, i) => {
     const own = (buffers || []).slice(offset, offset + item.buffers);
     offset += item.buffers;
     return { target: models[i], item, own };
   });
-  const isView = (u) => u.target && u.target.get("_model_module") === "anywidget";
-  for (const u of [...updates.filter(isView), ...updates.filter((u) => !isView(u))]) {
-    if (!u.target) continue; // closed meanwhile
+  const isView = (u) => u.target.get("_model_module") === "anywidget";
+  const apply = (u) =>
     u.target._handle_comm_msg({
       content: { data: { method: "update", state: u.item.state, buffer_paths: u.item.buffer_paths } },
       buffers: u.own,
     });
-  }
+  const live = updates.filter((u) => u.target); // a model closed meanwhile is skipped
+  const views = live.filter(isView);
+  const controls = live.filter((u) => !isView(u));
+  views.forEach(apply);
+  if (!controls.length) return;
+  if (views.length) await Promise.allSettled(views.map((u) => u.target.state_change));
+  controls.forEach(apply);
 }
 
 export default {
@@ -47,7 +56,7 @@ export default {
         model.send({ event: "unsupported" }); // the kernel resends every state on its own
         return;
       }
-      applyBatch(models, content, buffers);
+      await applyBatch(models, content, buffers);
     };
     model.on("msg:custom", onMessage);
     model.send({ event: "ready" });
