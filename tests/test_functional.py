@@ -146,3 +146,16 @@ def test_rows_with_no_key_are_found_as_isneginf_all_finds_them():
     scores = torch.tensor([[inf, inf], [inf, 0.0], [float("nan"), inf], [1.0, 2.0]])
     assert _all_neginf(scores).tolist() == torch.isneginf(scores).all(-1).tolist()
     assert _all_neginf(scores).tolist() == [True, False, False, False]
+
+
+def test_check_finite_false_skips_only_the_scan_for_nan_and_inf():
+    q, k, v, _ = _inputs((2,), 3, 4, 8, 8, seed=0)
+    q[0, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match="query: expected finite values"):
+        A.scaled_dot_product_attention(q, k, v)
+    got = A.scaled_dot_product_attention(q, k, v, check_finite=False)  # the NaN flows through
+    assert got.output[0, 1].isnan().all() and not got.output[1].isnan().any()
+    with pytest.raises(ValueError, match="key: last dim must equal"):
+        A.scaled_dot_product_attention(q, k[..., :4], v, check_finite=False)
+    with pytest.raises(TypeError, match="mask: expected torch.bool"):
+        A.scaled_dot_product_attention(q, k, v, torch.ones(3, 4), check_finite=False)

@@ -80,7 +80,7 @@ class EncoderBlock(nn.Module):
         q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, D)
         k = split_heads(self.k_proj(x), self.n_heads)
         v = split_heads(self.v_proj(x), self.n_heads)
-        att = scaled_dot_product_attention(q, k, v, mask)
+        att = scaled_dot_product_attention(q, k, v, mask, check_finite=False)  # finite weights
         heads = att.output  # (B, H, T, D)
         if keep is not None:  # ablation: silence chosen heads before they are mixed
             heads = heads * keep.to(heads)[:, None, None]

@@ -130,7 +130,8 @@ class GroupedQueryAttention(nn.Module):
         if past is not None:
             k = torch.cat([past[0], k], dim=2)  # (B, Hkv, Tpast + T, D)
             v = torch.cat([past[1], v], dim=2)
-        att = scaled_dot_product_attention(q, k, v, mask)  # GQA: the core shares kv heads
+        # GQA: the core shares the kv heads; the inputs are finite by construction (checked ids)
+        att = scaled_dot_product_attention(q, k, v, mask, check_finite=False)
         heads = att.output  # (B, H, T, D)
         if keep is not None:  # ablation: silence chosen heads before they are mixed
             heads = heads * keep.to(heads)[:, None, None]
