@@ -37,16 +37,21 @@ _RUN_JS = """async (src) => {
 }"""
 
 
-def test_views_first_then_controls_each_in_order_with_their_buffers(chromium, tmp_path):
+def _run_batch_js(chromium, tmp_path, script: str) -> object:
+    """Evaluate `script` (an async function of batch.js's source) on a blank page."""
     page_html = tmp_path / "page.html"
     page_html.write_text("<!doctype html><body></body>")
     context = chromium.new_context()
     try:
         page = context.new_page()
         page.goto(page_html.as_uri())
-        applied = page.evaluate(_RUN_JS, (STATIC / "batch.js").read_text())
+        return page.evaluate(script, (STATIC / "batch.js").read_text())
     finally:
         context.close()
+
+
+def test_views_first_then_controls_each_in_order_with_their_buffers(chromium, tmp_path):
+    applied = _run_batch_js(chromium, tmp_path, _RUN_JS)
     # items: slider (no buffer), weights (buffers 8, 16), a closed model (24), slider, q (32)
     assert applied == [
         ["weights", 1, [8, 16]],
@@ -99,15 +104,7 @@ _ASYNC_JS = """async (src) => {
 
 
 def test_controls_are_set_after_the_views_have_set_and_drawn(chromium, tmp_path):
-    page_html = tmp_path / "page.html"
-    page_html.write_text("<!doctype html><body></body>")
-    context = chromium.new_context()
-    try:
-        page = context.new_page()
-        page.goto(page_html.as_uri())
-        result = page.evaluate(_ASYNC_JS, (STATIC / "batch.js").read_text())
-    finally:
-        context.close()
+    result = _run_batch_js(chromium, tmp_path, _ASYNC_JS)
     # handed over in the message's order, the slider (one step) would be set before the views
     # (three steps) and read a layout their redraws then change
     assert result == {
