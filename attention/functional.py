@@ -136,7 +136,7 @@ def scaled_dot_product_attention(
         scale: multiplies q @ k.T; None means 1 / sqrt(D).
         check_finite: scan q, k and v for NaN and inf first. The scan reads every input once
             more and waits for the device each time; a pretrained model's layers, whose inputs
-            come from checked token ids and finite weights, turn it off (about 2% of
+            come from checked token ids and finite weights, turn it off (1-2% of
             SmolLM2's forward on the CPU). Every other check still runs.
 
     Returns:
