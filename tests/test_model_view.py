@@ -1,4 +1,4 @@
-"""Real trained models: the pure functions of attention.explore.pretrained and the three views.
+"""Real trained models: the pure functions of attention.explore.model_view and the three views.
 
 The views are checked headless: set a control's value, then compare what each view holds
 with the pure function's result for the same parameters. Errors go to `explorer.error`.

@@ -1,6 +1,6 @@
 """FlashExplorer, KVCacheExplorer, RopeExplorer and the sink experiment: the maths, then the views.
 
-The pure functions (attention.explore.flash_stepper, kv_cache, positions, windows) are checked
+The pure functions (attention.explore.flash, kv_cache, positions, windows) are checked
 against references written out here; each explorer's panels are compared with the function's
 result for the controls' current values. The window/sink functions run on a tiny randomly
 initialised SmolLM2, so these tests need no weight files.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention.explore.flash_stepper import (
+from attention.explore.flash import (
     FLASH_SEQ_MAX,
     NOT_READ,
     ON_CHIP,
@@ -38,7 +38,7 @@ from attention.explore.kv_cache import (
     human_bytes,
     measure_decoding,
 )
-from attention.explore.positions import RopeParams, explore_rope, pair_features
+from attention.explore.rope import RopeParams, explore_rope, pair_features
 from attention.explore.windows import (
     first_token_attention,
     masked_logits,

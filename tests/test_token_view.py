@@ -11,9 +11,9 @@ import torch
 from attention.explore import (
     DEFAULT_SENTENCE,
     MAX_LEN,
-    TokenModelParams,
+    TokensParams,
     as_head_weights,
-    token_self_attention,
+    explore_tokens,
     token_view,
     tokenize,
 )
@@ -47,20 +47,20 @@ def test_tokenize_keeps_contractions_and_splits_punctuation():
 
 
 def test_model_is_deterministic_and_its_rows_sum_to_one():
-    a = token_self_attention(TokenModelParams())
-    b = token_self_attention(TokenModelParams())
+    a = explore_tokens(TokensParams())
+    b = explore_tokens(TokensParams())
     assert a.tokens == tokenize(DEFAULT_SENTENCE) and a.tokens[7] == "it"
     assert a.weights.shape == (4, 11, 11)
     torch.testing.assert_close(a.weights, b.weights, rtol=0, atol=0)
     torch.testing.assert_close(a.weights.sum(-1), torch.ones(4, 11))
     # not the near-uniform weights of a default-initialised layer: the lines show something
     assert a.weights.max(-1).values.mean() > 0.3
-    other = token_self_attention(TokenModelParams(seed=1))
+    other = explore_tokens(TokensParams(seed=1))
     assert not torch.allclose(a.weights, other.weights)
 
 
 def test_same_word_same_embedding_positions_tell_them_apart():
-    r = token_self_attention(TokenModelParams(sentence="cat cat", n_heads=1))
+    r = explore_tokens(TokensParams(sentence="cat cat", n_heads=1))
     # equal embeddings, different positions: rows differ only through the positional encoding
     assert not torch.allclose(r.weights[0, 0], r.weights[0, 1])
 
@@ -75,7 +75,7 @@ def test_same_word_same_embedding_positions_tell_them_apart():
 )
 def test_model_params_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        TokenModelParams(**kwargs)
+        TokensParams(**kwargs)
 
 
 def test_weights_of_any_rank_become_heads():
@@ -108,7 +108,7 @@ def test_constructible_with_no_arguments():
     view = TokenAttentionView()
     assert css("token-view") in view._dom_classes
     assert view.result.query_tokens == tokenize(DEFAULT_SENTENCE)
-    expected = token_self_attention(TokenModelParams()).weights
+    expected = explore_tokens(TokensParams()).weights
     torch.testing.assert_close(view.result.weights, expected)
     assert view.head.max == 3
     assert_views_match(view)
@@ -119,7 +119,7 @@ def test_typing_a_sentence_and_choosing_a_head():
     view.sentence.value = "Attention is all you need."
     view.head.value = 2
     assert view.result.query_tokens == ("Attention", "is", "all", "you", "need", ".")
-    expected = token_self_attention(TokenModelParams(sentence="Attention is all you need."))
+    expected = explore_tokens(TokensParams(sentence="Attention is all you need."))
     torch.testing.assert_close(view.result.head_weights, expected.weights[2])
     assert_views_match(view)
 

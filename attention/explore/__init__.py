@@ -6,18 +6,18 @@ the function's result for the same params, and `explorer.result` is the maths. T
 always give the same numbers (every random draw is seeded).
 
     AttentionExplorer           AttentionParams  -> explore_attention     -> AttentionExploration
-    MaskExplorer                MaskParams       -> explore_mask          -> MaskConventions
-    TokenAttentionView          TokenModelParams -> token_self_attention  -> TokenAttention
+    MaskExplorer                MaskParams       -> explore_mask          -> MaskExploration
+    TokenAttentionView          TokensParams -> explore_tokens  -> TokensExploration
                                 token_view(weights, tokens, head)         -> TokenView
-    ScalingExplorer             ScalingParams    -> explore_scaling       -> ScalingResult
-    HeadsExplorer               HeadsParams      -> explore_heads         -> HeadsResult
-    PositionalEncodingExplorer  PositionalParams -> explore_positional    -> PositionalResult
-    ModelView                   ModelViewParams  -> explore_model_view    -> ModelViewResult
-    HeadView                    HeadViewParams   -> explore_head_view     -> HeadViewResult
-    NeuronView                  NeuronParams     -> explore_neuron        -> NeuronResult
-    FlashExplorer               FlashParams      -> explore_flash         -> FlashStepperResult
-    KVCacheExplorer             KVCacheParams    -> explore_kv_cache      -> KVCacheResult
-    RopeExplorer                RopeParams       -> explore_rope          -> RopeResult
+    ScalingExplorer             ScalingParams    -> explore_scaling       -> ScalingExploration
+    HeadsExplorer               HeadsParams      -> explore_heads         -> HeadsExploration
+    PositionalEncodingExplorer  PositionalParams -> explore_positional    -> PositionalExploration
+    ModelView                   ModelViewParams  -> explore_model_view    -> ModelViewExploration
+    HeadView                    HeadViewParams   -> explore_head_view     -> HeadViewExploration
+    NeuronView                  NeuronParams     -> explore_neuron        -> NeuronExploration
+    FlashExplorer               FlashParams      -> explore_flash         -> FlashExploration
+    KVCacheExplorer             KVCacheParams    -> explore_kv_cache      -> KVCacheExploration
+    RopeExplorer                RopeParams       -> explore_rope          -> RopeExploration
 
 Modules: attention_map, masks, tokens, scaling, heads, positional; _util holds the size limits,
 argument checks, the seeded MultiHeadAttention they share and `one_thread` (applied once, by
@@ -30,21 +30,21 @@ a sliding window, with and without sink tokens, or with the wrong RoPE layout.
 """
 
 from ._util import MAX_LEN, MAX_WIDTH, one_thread
-from .attention_map import (
+from .attention import (
     TEMPERATURE_RANGE,
     AttentionExploration,
     AttentionParams,
     explore_attention,
 )
-from .flash_stepper import FlashParams, FlashStepperResult, explore_flash
+from .flash import FlashExploration, FlashParams, explore_flash
 from .heads import (
     HEADS_BATCH_MAX,
     HEADS_D_MODELS,
     HEADS_MAX,
     HEADS_SEQ_MAX,
+    HeadsExploration,
     HeadsParams,
     HeadsPath,
-    HeadsResult,
     explore_heads,
     head_choices,
 )
@@ -52,32 +52,21 @@ from .kv_cache import (
     KV_DTYPES,
     KV_PRESETS,
     DecodingSpeed,
+    KVCacheExploration,
     KVCacheParams,
-    KVCacheResult,
     explore_kv_cache,
     measure_decoding,
 )
-from .masks import (
+from .mask import (
     MASK_KINDS,
     Mask,
-    MaskConventions,
+    MaskExploration,
     MaskParams,
     explore_mask,
     mask_to_tuple,
     preset_mask,
 )
-from .positional import (
-    PE_D_MODEL_MAX,
-    PE_DIMS_MAX,
-    PE_SEQ_MAX,
-    PositionalParams,
-    PositionalResult,
-    ShuffleCheck,
-    explore_positional,
-    shuffle_permutation,
-)
-from .positions import RopeParams, RopeResult, explore_rope
-from .pretrained import (
+from .model_view import (
     DEFAULT_TEXTS,
     LOSS_MASKS,
     MODEL_MAX_TOKENS,
@@ -85,16 +74,16 @@ from .pretrained import (
     THUMB_SIZE,
     ChatResult,
     HeadSummary,
+    HeadViewExploration,
     HeadViewParams,
-    HeadViewResult,
     InductionResult,
     LossParams,
     LossResult,
     ModelMaps,
+    ModelViewExploration,
     ModelViewParams,
-    ModelViewResult,
+    NeuronExploration,
     NeuronParams,
-    NeuronResult,
     chat_answer,
     encode_text,
     explore_head_view,
@@ -112,22 +101,33 @@ from .pretrained import (
     text_loss,
     thumbnail_maps,
 )
+from .positional import (
+    PE_D_MODEL_MAX,
+    PE_DIMS_MAX,
+    PE_SEQ_MAX,
+    PositionalExploration,
+    PositionalParams,
+    ShuffleCheck,
+    explore_positional,
+    shuffle_permutation,
+)
+from .rope import RopeExploration, RopeParams, explore_rope
 from .scaling import (
     D_K_MAX,
     N_KEYS_MAX,
+    ScalingExploration,
     ScalingParams,
-    ScalingResult,
     ScalingSide,
     explore_scaling,
 )
 from .tokens import (
     DEFAULT_SENTENCE,
     QK_GAIN,
-    TokenAttention,
-    TokenModelParams,
+    TokensExploration,
+    TokensParams,
     TokenView,
     as_head_weights,
-    token_self_attention,
+    explore_tokens,
     token_view,
     tokenize,
 )
@@ -161,36 +161,36 @@ __all__ = [
     "ChatResult",
     "DecodingSpeed",
     "FlashParams",
-    "FlashStepperResult",
+    "FlashExploration",
     "HeadSummary",
     "HeadViewParams",
-    "HeadViewResult",
+    "HeadViewExploration",
     "HeadsParams",
     "HeadsPath",
-    "HeadsResult",
+    "HeadsExploration",
     "InductionResult",
     "KVCacheParams",
-    "KVCacheResult",
+    "KVCacheExploration",
     "LossParams",
     "LossResult",
     "Mask",
-    "MaskConventions",
+    "MaskExploration",
     "MaskParams",
     "ModelMaps",
     "ModelViewParams",
-    "ModelViewResult",
+    "ModelViewExploration",
     "NeuronParams",
-    "NeuronResult",
+    "NeuronExploration",
     "PositionalParams",
-    "PositionalResult",
+    "PositionalExploration",
     "RopeParams",
-    "RopeResult",
+    "RopeExploration",
     "ScalingParams",
-    "ScalingResult",
+    "ScalingExploration",
     "ScalingSide",
     "ShuffleCheck",
-    "TokenAttention",
-    "TokenModelParams",
+    "TokensExploration",
+    "TokensParams",
     "TokenView",
     "WindowRun",
     "as_head_weights",
@@ -225,7 +225,7 @@ __all__ = [
     "sink_share",
     "text_loss",
     "thumbnail_maps",
-    "token_self_attention",
+    "explore_tokens",
     "token_view",
     "tokenize",
     "window_experiment",

@@ -65,7 +65,7 @@ class HeadsPath:
 
 
 @dataclass(frozen=True)
-class HeadsResult:
+class HeadsExploration:
     """Every step of multi-head attention, done right and with the transpose forgotten."""
 
     params: HeadsParams
@@ -93,7 +93,7 @@ def _wrong_sources(h: int, t: int) -> tuple[Tensor, Tensor]:
     return flat // h, flat % h
 
 
-def _explore_heads(p: HeadsParams) -> HeadsResult:
+def _explore_heads(p: HeadsParams) -> HeadsExploration:
     b, t, m, h = p.batch, p.seq_len, p.d_model, p.n_heads
     d = m // h
     mha = seeded_mha(m, h, p.seed)
@@ -151,7 +151,7 @@ def _explore_heads(p: HeadsParams) -> HeadsResult:
         source_token=wrong_token,
         source_chunk=wrong_chunk,
     )
-    return HeadsResult(
+    return HeadsExploration(
         params=p,
         x=x,
         q_proj=q_proj,
@@ -165,6 +165,6 @@ def _explore_heads(p: HeadsParams) -> HeadsResult:
     )
 
 
-def explore_heads(params: HeadsParams | None = None) -> HeadsResult:
+def explore_heads(params: HeadsParams | None = None) -> HeadsExploration:
     """Run multi-head attention step by step, and again with the split's transpose forgotten."""
     return _explore_heads(params or HeadsParams())

@@ -112,7 +112,7 @@ class CacheVariant:
 
 
 @dataclass(frozen=True)
-class KVCacheResult:
+class KVCacheExploration:
     """What the cache holds for the params, and for every other kv head count the model allows."""
 
     params: KVCacheParams
@@ -129,7 +129,7 @@ class KVCacheResult:
         return self.variants[-1].bytes
 
 
-def explore_kv_cache(params: KVCacheParams | None = None) -> KVCacheResult:
+def explore_kv_cache(params: KVCacheParams | None = None) -> KVCacheExploration:
     """Cache bytes for the params (attention.memory.kv_cache_bytes) and for each kv head count."""
     p = params or KVCacheParams()
     per_value = KV_DTYPES[p.dtype]
@@ -156,7 +156,7 @@ def explore_kv_cache(params: KVCacheParams | None = None) -> KVCacheResult:
         for h in divisors(p.n_heads)
     )
     total = size(p.n_kv_heads, p.seq_len)
-    return KVCacheResult(
+    return KVCacheExploration(
         params=p,
         kind=attention_kind(p.n_heads, p.n_kv_heads),
         bytes=total,

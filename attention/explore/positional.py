@@ -61,7 +61,7 @@ class ShuffleCheck:
 
 
 @dataclass(frozen=True)
-class PositionalResult:
+class PositionalExploration:
     """The sinusoidal table, its selected columns, and the shuffle test with and without it."""
 
     params: PositionalParams
@@ -97,12 +97,12 @@ def _shuffle_check(mha: MultiHeadAttention, x: Tensor, perm: Tensor, pe: Tensor)
     )
 
 
-def _explore_positional(p: PositionalParams) -> PositionalResult:
+def _explore_positional(p: PositionalParams) -> PositionalExploration:
     pe = sinusoidal_positional_encoding(p.seq_len, p.d_model)  # (T, M)
     perm = shuffle_permutation(p.seq_len, p.shuffle)
     x = torch.randn(p.seq_len, p.d_model, generator=torch.Generator().manual_seed(p.seed))
     mha = seeded_mha(p.d_model, 1, p.seed)
-    return PositionalResult(
+    return PositionalExploration(
         params=p,
         encoding=pe,
         curves=pe[:, list(p.dims)].T.contiguous(),
@@ -113,7 +113,7 @@ def _explore_positional(p: PositionalParams) -> PositionalResult:
     )
 
 
-def explore_positional(params: PositionalParams | None = None) -> PositionalResult:
+def explore_positional(params: PositionalParams | None = None) -> PositionalExploration:
     """Build the sinusoidal table and shuffle the tokens fed to self-attention, with and without it.
 
     Self-attention is permutation-equivariant: attention(x[perm]) == attention(x)[perm]. Adding

@@ -81,7 +81,7 @@ class ScalingSide:
 
 
 @dataclass(frozen=True)
-class ScalingResult:
+class ScalingExploration:
     """Everything explore_scaling computed, for the view and for learners' code."""
 
     params: ScalingParams
@@ -150,7 +150,7 @@ def _scaling_side(
     )
 
 
-def _explore_scaling(p: ScalingParams) -> ScalingResult:
+def _explore_scaling(p: ScalingParams) -> ScalingExploration:
     dots, row_dots, upstream, row_up, var_by_d = _scaling_draws(p.seed, p.n_samples)
     root = math.sqrt(p.d_k)
     raw = dots[:, p.d_k - 1].clone()  # (N,)
@@ -159,7 +159,7 @@ def _explore_scaling(p: ScalingParams) -> ScalingResult:
     edges = torch.linspace(-half, half, p.n_bins + 1)
     row_up = row_up[: p.n_keys]
     grid = torch.arange(1, D_K_MAX + 1)
-    return ScalingResult(
+    return ScalingExploration(
         params=p,
         bin_edges=edges,
         unscaled=_scaling_side(p, raw, row_raw, upstream, row_up, edges),
@@ -171,7 +171,7 @@ def _explore_scaling(p: ScalingParams) -> ScalingResult:
     )
 
 
-def explore_scaling(params: ScalingParams | None = None) -> ScalingResult:
+def explore_scaling(params: ScalingParams | None = None) -> ScalingExploration:
     """Compare scores q·k and q·k / sqrt(d_k) for q, k with independent N(0, 1) entries.
 
     var(q·k) = d_k, so unscaled scores grow with the width, the softmax saturates (one weight

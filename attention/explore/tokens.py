@@ -26,7 +26,7 @@ def tokenize(sentence: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class TokenModelParams:
+class TokensParams:
     """A small untrained self-attention layer over a typed sentence (deterministic)."""
 
     sentence: str = DEFAULT_SENTENCE
@@ -44,7 +44,7 @@ class TokenModelParams:
 
 
 @dataclass(frozen=True)
-class TokenAttention:
+class TokensExploration:
     tokens: tuple[str, ...]  # T tokens
     weights: Tensor  # (H, T, T) self-attention weights
 
@@ -70,14 +70,14 @@ def _embed(token: str, d_model: int, seed: int) -> Tensor:
 
 
 @torch.no_grad()
-def token_self_attention(params: TokenModelParams) -> TokenAttention:
+def explore_tokens(params: TokensParams) -> TokensExploration:
     """Embed each token (+ sinusoidal positions) and run one untrained MultiHeadAttention."""
     tokens = tokenize(params.sentence)
     m = params.d_model
     emb = torch.stack([_embed(t, m, params.seed) for t in tokens])  # (T, M)
     x = emb + sinusoidal_positional_encoding(len(tokens), m)  # (T, M)
     result = _token_layer(m, params.n_heads, params.seed)(x[None])
-    return TokenAttention(tokens=tokens, weights=result.weights[0])  # (H, T, T)
+    return TokensExploration(tokens=tokens, weights=result.weights[0])  # (H, T, T)
 
 
 def as_head_weights(weights: Tensor) -> Tensor:

@@ -17,13 +17,13 @@ import html
 import ipywidgets as widgets
 import torch
 
-from attention.explore.flash_stepper import (
+from attention.explore.flash import (
     FLASH_SEQ_MAX,
     REAL_BLOCK,
     REAL_D_HEAD,
     REAL_VALUE_BYTES,
+    FlashExploration,
     FlashParams,
-    FlashStepperResult,
     explore_flash,
     flash_step_count,
     min_block_size,
@@ -46,7 +46,7 @@ class FlashExplorer(Explorer):
 
     Controls: seq_len (2..32), block_size (tile side; at most 16 tiles per side), causal, seed,
     the step slider (0 = nothing read yet) and the buttons "next tile", "reset" and "run to the
-    end" (Tab to a button, then Enter or Space). `result` is the FlashStepperResult of
+    end" (Tab to a button, then Enter or Space). `result` is the FlashExploration of
     `attention.explore.explore_flash` for the current settings.
     """
 
@@ -140,10 +140,10 @@ class FlashExplorer(Explorer):
             step=self.step.value,
         )
 
-    def _compute(self, params: FlashParams) -> FlashStepperResult:
+    def _compute(self, params: FlashParams) -> FlashExploration:
         return explore_flash(params)
 
-    def _draw(self, r: FlashStepperResult) -> None:
+    def _draw(self, r: FlashExploration) -> None:
         p = r.params
         t = p.seq_len
         q_labels = [f"q{i}" for i in range(t)]
@@ -169,7 +169,7 @@ class FlashExplorer(Explorer):
         self.end_button.disabled = p.step >= r.n_steps
         self.reset_button.disabled = p.step == 0
 
-    def _draw_state(self, r: FlashStepperResult, q_labels: list[str]) -> None:
+    def _draw_state(self, r: FlashExploration, q_labels: list[str]) -> None:
         t = r.params.seq_len
         rows = list(range(t))
         m_now = torch.where(r.started, r.m, torch.nan)
@@ -217,7 +217,7 @@ class FlashExplorer(Explorer):
             vmax=lim,
         )
 
-    def _draw_traffic(self, r: FlashStepperResult) -> None:
+    def _draw_traffic(self, r: FlashExploration) -> None:
         p = r.params
         cumulative = [0.0]
         for read, written in r.step_bytes:
@@ -282,7 +282,7 @@ class FlashExplorer(Explorer):
         }
 
 
-def _readout_html(r: FlashStepperResult) -> str:
+def _readout_html(r: FlashExploration) -> str:
     p, s = r.params, r.current
     if s is None:
         head = f"Step 0 of {r.n_steps}: nothing read yet. Press “next tile”."

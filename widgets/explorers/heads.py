@@ -22,9 +22,9 @@ from attention.explore import (
     HEADS_BATCH_MAX,
     HEADS_D_MODELS,
     HEADS_SEQ_MAX,
+    HeadsExploration,
     HeadsParams,
     HeadsPath,
-    HeadsResult,
     explore_heads,
     head_choices,
 )
@@ -61,7 +61,7 @@ class HeadsExplorer(Explorer):
     """Follow x (B, T, M) through the split into heads, attention per head, concat and W_o.
 
     Controls: d_model, n_heads (only divisors of d_model, at most 16), seq_len, batch, seed and
-    "forget the transpose". Panels show batch item 0. `result` is the HeadsResult of
+    "forget the transpose". Panels show batch item 0. `result` is the HeadsExploration of
     `attention.explore.explore_heads`, holding both the right and the wrong path.
     """
 
@@ -151,10 +151,10 @@ class HeadsExplorer(Explorer):
             seed=self.seed.value,
         )
 
-    def _compute(self, params: HeadsParams) -> HeadsResult:
+    def _compute(self, params: HeadsParams) -> HeadsExploration:
         return explore_heads(params)
 
-    def _draw(self, r: HeadsResult) -> None:
+    def _draw(self, r: HeadsExploration) -> None:
         p = r.params
         h, t, m = p.n_heads, p.seq_len, p.d_model
         d = m // h
@@ -233,7 +233,7 @@ def _source_titles(path: HeadsPath) -> list[str]:
     return [" ".join(f"t{int(i)}" for i in torch.unique(toks)) for toks in path.source_token]
 
 
-def _shapes_html(r: HeadsResult, show_wrong: bool) -> str:
+def _shapes_html(r: HeadsExploration, show_wrong: bool) -> str:
     def table(shapes) -> str:
         return table_html([(step, str(shape)) for step, shape in shapes], header=["step", "shape"])
 
@@ -251,7 +251,7 @@ def _shapes_html(r: HeadsResult, show_wrong: bool) -> str:
     )
 
 
-def _readout_html(r: HeadsResult, show_wrong: bool) -> str:
+def _readout_html(r: HeadsExploration, show_wrong: bool) -> str:
     p = r.params
     d = p.d_model // p.n_heads
     lines = [

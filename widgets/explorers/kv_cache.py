@@ -28,8 +28,8 @@ from attention.explore.kv_cache import (
     KV_LAYERS_MAX,
     KV_PRESETS,
     DecodingSpeed,
+    KVCacheExploration,
     KVCacheParams,
-    KVCacheResult,
     explore_kv_cache,
     human_bytes,
 )
@@ -51,7 +51,7 @@ class KVCacheExplorer(Explorer):
 
     Controls: preset (sets the four shape sliders; moving one shows "custom"), layers, query
     heads, kv heads (only divisors of the query heads), head width, context (tokens), batch and
-    the number type. `result` is the KVCacheResult of `attention.explore.explore_kv_cache`.
+    the number type. `result` is the KVCacheExploration of `attention.explore.explore_kv_cache`.
 
     Args:
         preset: a key of KV_PRESETS, or "custom" to start from the keyword values.
@@ -160,10 +160,10 @@ class KVCacheExplorer(Explorer):
             dtype=self.dtype.value,
         )
 
-    def _compute(self, params: KVCacheParams) -> KVCacheResult:
+    def _compute(self, params: KVCacheParams) -> KVCacheExploration:
         return explore_kv_cache(params)
 
-    def _draw(self, r: KVCacheResult) -> None:
+    def _draw(self, r: KVCacheExploration) -> None:
         p = r.params
         xs = list(range(len(r.variants)))
         chosen = next(i for i, v in enumerate(r.variants) if v.n_kv_heads == p.n_kv_heads)
@@ -231,7 +231,7 @@ def _decades(values: list[float]) -> list[float]:
     return [10.0**k for k in range(low, high + 1)]
 
 
-def _readout_html(r: KVCacheResult, speed: DecodingSpeed | None) -> str:
+def _readout_html(r: KVCacheExploration, speed: DecodingSpeed | None) -> str:
     p = r.params
     formula = (
         f"2 × {p.n_layers} layers × {p.n_kv_heads} kv heads × {p.d_head} × "

@@ -21,7 +21,7 @@ import ipywidgets as widgets
 import torch
 
 from attention.explore import (
-    MaskConventions,
+    MaskExploration,
     MaskParams,
     explore_mask,
     mask_to_tuple,
@@ -153,10 +153,10 @@ class MaskExplorer(Explorer):
     def _read_params(self) -> MaskParams:
         return MaskParams(mask=mask_to_tuple(self._mask), seed=self.seed.value)
 
-    def _compute(self, params: MaskParams) -> MaskConventions:
+    def _compute(self, params: MaskParams) -> MaskExploration:
         return explore_mask(params)
 
-    def _draw(self, r: MaskConventions) -> None:
+    def _draw(self, r: MaskExploration) -> None:
         tq, tk = r.mask.shape
         qt = [f"q{i}" for i in range(tq)]
         kt = [f"k{j}" for j in range(tk)]

@@ -8,8 +8,8 @@
 All three run the model once per text (`attention.explore.model_maps` caches the maps), so
 moving the layer, head, query or key sliders only picks numbers out of what was computed. The
 text box updates on Enter (or leaving it): each new text is one forward pass, about a second
-for 128 tokens of SmolLM2. `explorer.result` holds the numbers (ModelViewResult,
-HeadViewResult, NeuronResult of `attention.explore.pretrained`).
+for 128 tokens of SmolLM2. `explorer.result` holds the numbers (ModelViewExploration,
+HeadViewExploration, NeuronExploration of `attention.explore.model_view`).
 
 The thumbnails of texts longer than 32 tokens are max-pooled (attention.explore.thumbnail_maps):
 one number per block, so that 30 x 9 maps of 128 x 128 fit on a page and travel as 1 MB rather
@@ -27,13 +27,13 @@ import torch
 from attention.explore import (
     DEFAULT_TEXTS,
     MODEL_NAMES,
+    HeadViewExploration,
     HeadViewParams,
-    HeadViewResult,
     ModelMaps,
+    ModelViewExploration,
     ModelViewParams,
-    ModelViewResult,
+    NeuronExploration,
     NeuronParams,
-    NeuronResult,
     encode_text,
     explore_head_view,
     explore_model_view,
@@ -182,10 +182,10 @@ class ModelView(_ModelExplorer):
     def _read_params(self) -> ModelViewParams:
         return ModelViewParams(self.model.value, self.text.value, self.layer.value, self.head.value)
 
-    def _compute(self, params: ModelViewParams) -> ModelViewResult:
+    def _compute(self, params: ModelViewParams) -> ModelViewExploration:
         return explore_model_view(params)
 
-    def _draw(self, r: ModelViewResult) -> None:
+    def _draw(self, r: ModelViewExploration) -> None:
         maps, (layer, head) = r.maps, (r.params.layer, r.params.head)
         titles = [f"{i}.{j}" for i in range(maps.n_layers) for j in range(maps.n_heads)]
         titles[layer * maps.n_heads + head] = f"▶{layer}.{head}"
@@ -260,10 +260,10 @@ class HeadView(_ModelExplorer):
             self.model.value, self.text.value, self.layer.value, self.head.value, query
         )
 
-    def _compute(self, params: HeadViewParams) -> HeadViewResult:
+    def _compute(self, params: HeadViewParams) -> HeadViewExploration:
         return explore_head_view(params)
 
-    def _draw(self, r: HeadViewResult) -> None:
+    def _draw(self, r: HeadViewExploration) -> None:
         maps, p = r.maps, r.params
         titles = [f"{'▶' if j == p.head else ''}head {j}" for j in range(maps.n_heads)]
         key = (maps, p.layer)
@@ -362,10 +362,10 @@ class NeuronView(_ModelExplorer):
             self.key.value,
         )
 
-    def _compute(self, params: NeuronParams) -> NeuronResult:
+    def _compute(self, params: NeuronParams) -> NeuronExploration:
         return explore_neuron(params)
 
-    def _draw(self, r: NeuronResult) -> None:
+    def _draw(self, r: NeuronExploration) -> None:
         d = r.q.shape[0]
         cell = max(7, min(12, 384 // d))  # >= 7 px: the rows q and k get their labels
         if r.rope:

@@ -21,8 +21,8 @@ from attention.explore import (
     PE_D_MODEL_MAX,
     PE_DIMS_MAX,
     PE_SEQ_MAX,
+    PositionalExploration,
     PositionalParams,
-    PositionalResult,
     ShuffleCheck,
     explore_positional,
 )
@@ -95,7 +95,7 @@ class PositionalEncodingExplorer(Explorer):
     `dims`, a list, and `dims_text`, a field that shows them and takes typed ones such as
     "0, 1, 32, 33"), "add positional encoding", the shuffle seed with buttons "shuffle tokens"
     (a new order) and "restore order" (seed 0), and the seed of embeddings and weights.
-    `result` is the PositionalResult of `attention.explore.explore_positional`.
+    `result` is the PositionalExploration of `attention.explore.explore_positional`.
     """
 
     def __init__(
@@ -217,7 +217,7 @@ class PositionalEncodingExplorer(Explorer):
             seed=self.seed.value,
         )
 
-    def _compute(self, params: PositionalParams) -> PositionalResult:
+    def _compute(self, params: PositionalParams) -> PositionalExploration:
         return explore_positional(params)
 
     def shown_check(self) -> ShuffleCheck:
@@ -225,7 +225,7 @@ class PositionalEncodingExplorer(Explorer):
         r = self.result
         return r.with_positions if self.add_positions.value else r.without_positions
 
-    def _draw(self, r: PositionalResult) -> None:
+    def _draw(self, r: PositionalExploration) -> None:
         p = r.params
         positions = list(range(p.seq_len))
         self.encoding.set_data(
@@ -289,7 +289,7 @@ class PositionalEncodingExplorer(Explorer):
         }
 
 
-def _readout_html(r: PositionalResult, add_positions: bool) -> str:
+def _readout_html(r: PositionalExploration, add_positions: bool) -> str:
     p = r.params
     order = " ".join(str(int(i)) for i in r.permutation)
     if p.seq_len == 1:

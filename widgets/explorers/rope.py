@@ -18,14 +18,14 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from attention.explore.positions import (
+from attention.explore.rope import (
     ALIBI_HEADS_MAX,
     ROPE_BASE_RANGE,
     ROPE_D_MAX,
     ROPE_LAYOUTS,
     ROPE_SEQ_MAX,
+    RopeExploration,
     RopeParams,
-    RopeResult,
     explore_rope,
     pair_features,
 )
@@ -46,7 +46,7 @@ class RopeExplorer(Explorer):
 
     Controls: head width D (even, 2..64), positions T (2..64), RoPE base (log, 10..1e6), the
     pair followed by the rotation chart, the seed of q and k, and the ALiBi heads (1..16).
-    `result` is the RopeResult of `attention.explore.explore_rope`.
+    `result` is the RopeExploration of `attention.explore.explore_rope`.
     """
 
     def __init__(
@@ -110,10 +110,10 @@ class RopeExplorer(Explorer):
             alibi_heads=self.alibi_heads.value,
         )
 
-    def _compute(self, params: RopeParams) -> RopeResult:
+    def _compute(self, params: RopeParams) -> RopeExploration:
         return explore_rope(params)
 
-    def _draw(self, r: RopeResult) -> None:
+    def _draw(self, r: RopeExploration) -> None:
         p = r.params
         t, d = p.seq_len, p.d_head
         panels = [r.matched["half"], r.matched["interleaved"], r.mixed]
@@ -209,7 +209,7 @@ def _line(name: str, values, color: str, *, dash: bool = False) -> dict:
     return out
 
 
-def _readout_html(r: RopeResult) -> str:
+def _readout_html(r: RopeExploration) -> str:
     def verdict(s) -> str:
         how = "depends only on m − n" if s.relative else "NOT a function of m − n"
         return f"{s.name}: largest spread along a diagonal {s.spread:.2g} → {how}"

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from attention.explore import D_K_MAX, N_KEYS_MAX, ScalingParams, ScalingResult, explore_scaling
+from attention.explore import (
+    D_K_MAX,
+    N_KEYS_MAX,
+    ScalingExploration,
+    ScalingParams,
+    explore_scaling,
+)
 
 from ..views import SeriesChart
 from ..views.export import Exportable
@@ -37,7 +43,7 @@ class ScalingExplorer(Explorer):
     """Move d_k and watch q·k spread out unless it is divided by sqrt(d_k).
 
     Controls: d_k (1..512), keys in the inspected row (2..32), softmax temperature, seed, and
-    whether the histogram axis stays fixed at the widest d_k. `result` is the ScalingResult of
+    whether the histogram axis stays fixed at the widest d_k. `result` is the ScalingExploration of
     `attention.explore.explore_scaling` for the current settings.
     """
 
@@ -90,10 +96,10 @@ class ScalingExplorer(Explorer):
             fixed_axis=self.fixed_axis.value,
         )
 
-    def _compute(self, params: ScalingParams) -> ScalingResult:
+    def _compute(self, params: ScalingParams) -> ScalingExploration:
         return explore_scaling(params)
 
-    def _draw(self, r: ScalingResult) -> None:
+    def _draw(self, r: ScalingExploration) -> None:
         p, un, sc = r.params, r.unscaled, r.scaled
         edges = r.bin_edges
         centers = ((edges[:-1] + edges[1:]) / 2).tolist()
@@ -171,7 +177,7 @@ def _bars(name: str, values, color: str) -> dict:
     return {"name": name, "values": values.tolist(), "color": color, "kind": "bar"}
 
 
-def _readout_html(r: ScalingResult) -> str:
+def _readout_html(r: ScalingExploration) -> str:
     p, un, sc = r.params, r.unscaled, r.scaled
     n_rows = un.samples.numel() // p.n_keys
 

@@ -21,9 +21,9 @@ import ipywidgets as widgets
 
 from attention.explore import (
     DEFAULT_SENTENCE,
-    TokenModelParams,
+    TokensParams,
     TokenView,
-    token_self_attention,
+    explore_tokens,
     token_view,
 )
 
@@ -35,7 +35,7 @@ from .controls import clamp_slider, int_slider, toggle
 
 @dataclass(frozen=True)
 class TokenViewParams:
-    model: TokenModelParams | None  # None when the weights were given
+    model: TokensParams | None  # None when the weights were given
     head: int
 
 
@@ -70,7 +70,7 @@ class TokenAttentionView(Explorer):
             n_heads = self._fixed.weights.shape[0]
         else:
             self._fixed = None
-            TokenModelParams(sentence, d_model, n_heads, seed)  # validates the sizes
+            TokensParams(sentence, d_model, n_heads, seed)  # validates the sizes
         self._model = (d_model, n_heads, seed)
         self.sentence = widgets.Text(
             value=sentence,
@@ -106,7 +106,7 @@ class TokenAttentionView(Explorer):
             return TokenViewParams(model=None, head=self.head.value)
         d_model, n_heads, seed = self._model
         return TokenViewParams(
-            model=TokenModelParams(self.sentence.value, d_model, n_heads, seed),
+            model=TokensParams(self.sentence.value, d_model, n_heads, seed),
             head=self.head.value,
         )
 
@@ -117,7 +117,7 @@ class TokenAttentionView(Explorer):
         if params.model is None:
             f = self._fixed
             return token_view(f.weights, f.query_tokens, f.key_tokens, params.head)
-        att = token_self_attention(params.model)
+        att = explore_tokens(params.model)
         return token_view(att.weights, att.tokens, None, params.head)
 
     def _draw(self, r: TokenView) -> None:

@@ -91,7 +91,7 @@ class RopeScores:
 
 
 @dataclass(frozen=True)
-class RopeResult:
+class RopeExploration:
     """Everything explore_rope computed."""
 
     params: RopeParams
@@ -161,7 +161,7 @@ def _pairing(d_head: int, layout: str) -> Tensor:
     return out
 
 
-def explore_rope(params: RopeParams | None = None) -> RopeResult:
+def explore_rope(params: RopeParams | None = None) -> RopeExploration:
     """RoPE scores for matched and mixed layouts, one pair's rotation, and ALiBi's biases."""
     p = params or RopeParams()
     t, d = p.seq_len, p.d_head
@@ -178,7 +178,7 @@ def explore_rope(params: RopeParams | None = None) -> RopeResult:
     marks = torch.stack([pairing[lay] for lay in ROPE_LAYOUTS])  # (2, D, D/2)
     for panel, lay in enumerate(ROPE_LAYOUTS):
         marks[panel, list(pair_features(d, p.pair, lay)), p.pair] = 2.0
-    return RopeResult(
+    return RopeExploration(
         params=p,
         query=q,
         key=k,

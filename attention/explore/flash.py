@@ -33,7 +33,7 @@ REAL_BLOCK = 128
 REAL_VALUE_BYTES = 2
 REAL_SEQ_LENS = tuple(2**p for p in range(8, 18))  # 256 .. 131072
 
-NOT_READ, READ, ON_CHIP = 0, 1, 2  # values of FlashStepperResult.tile_state
+NOT_READ, READ, ON_CHIP = 0, 1, 2  # values of FlashExploration.tile_state
 
 
 def min_block_size(seq_len: int) -> int:
@@ -97,7 +97,7 @@ class TrafficCurves:
 
 
 @dataclass(frozen=True)
-class FlashStepperResult:
+class FlashExploration:
     """The state after `params.step` steps, and the naive computation it will equal."""
 
     params: FlashParams
@@ -183,7 +183,7 @@ def traffic_curves() -> TrafficCurves:
     )
 
 
-def explore_flash(params: FlashParams | None = None) -> FlashStepperResult:
+def explore_flash(params: FlashParams | None = None) -> FlashExploration:
     """Run FlashAttention on seeded (T, D) q, k, v and return its state after `params.step` steps.
 
     Rows of finished query tiles hold their final m, l and output; rows of the current tile hold
@@ -214,7 +214,7 @@ def explore_flash(params: FlashParams | None = None) -> FlashStepperResult:
         tile_state[r0:r1, c0:c1] = ON_CHIP
     err = (partial - output).abs()[finished]  # (rows finished, D)
     step_bytes = tuple((s.bytes_read, s.bytes_written) for s in steps)
-    return FlashStepperResult(
+    return FlashExploration(
         params=p,
         query=q,
         key=k,

@@ -16,7 +16,7 @@ from torch import Tensor
 from ..functional import scaled_dot_product_attention
 from ..multihead import merge_heads, split_heads
 from ._util import MAX_LEN, MAX_WIDTH, check_int
-from .masks import MASK_KINDS, Mask, check_mask_tuple, preset_mask
+from .mask import MASK_KINDS, Mask, check_mask_tuple, preset_mask
 
 TEMPERATURE_RANGE = (0.1, 10.0)
 

@@ -78,7 +78,7 @@ class MaskParams:
 
 
 @dataclass(frozen=True)
-class MaskConventions:
+class MaskExploration:
     """One mask in each convention a learner meets, and the attention it produces."""
 
     params: MaskParams
@@ -93,7 +93,7 @@ class MaskConventions:
     fully_masked: Tensor  # (Tq,) bool
 
 
-def explore_mask(params: MaskParams) -> MaskConventions:
+def explore_mask(params: MaskParams) -> MaskExploration:
     """Convert the mask with the core's converters and attend random q, k, v through it."""
     mask = torch.tensor(params.mask, dtype=torch.bool)  # (Tq, Tk)
     tq, tk = mask.shape
@@ -118,7 +118,7 @@ def explore_mask(params: MaskParams) -> MaskConventions:
     k = torch.randn(tk, params.d, generator=g)  # (Tk, D)
     v = torch.randn(tk, params.d, generator=g)  # (Tk, D)
     att = scaled_dot_product_attention(q, k, v, mask)
-    return MaskConventions(
+    return MaskExploration(
         params=params,
         mask=mask,
         additive=additive,

@@ -236,7 +236,7 @@ class HeadSummary:
 
 
 @dataclass(frozen=True)
-class ModelViewResult:
+class ModelViewExploration:
     params: ModelViewParams
     maps: ModelMaps
     thumbnails: Tensor  # (L * H, r, r) panel p = layer * H + head
@@ -261,13 +261,13 @@ def _summary(w: Tensor) -> HeadSummary:
     )
 
 
-def explore_model_view(params: ModelViewParams) -> ModelViewResult:
+def explore_model_view(params: ModelViewParams) -> ModelViewExploration:
     """All L x H maps as thumbnails, and the chosen head's full map with its numbers."""
     maps = model_maps(params.model, params.text)
     _check_head(maps, params.layer, params.head)
     w = maps.weights[params.layer, params.head]  # (T, T)
     one = maps.seq_len > 1
-    return ModelViewResult(
+    return ModelViewExploration(
         params=params,
         maps=maps,
         thumbnails=_cached_thumbnails(maps.name, maps.ids, params.thumb_size),
@@ -297,7 +297,7 @@ class HeadViewParams:
 
 
 @dataclass(frozen=True)
-class HeadViewResult:
+class HeadViewExploration:
     params: HeadViewParams
     maps: ModelMaps
     weights: Tensor  # (T, T)
@@ -305,7 +305,7 @@ class HeadViewResult:
     top_keys: tuple[tuple[int, str, float], ...]  # the query's top_k (key, token, weight)
 
 
-def explore_head_view(params: HeadViewParams) -> HeadViewResult:
+def explore_head_view(params: HeadViewParams) -> HeadViewExploration:
     """The chosen head's map, and the keys the chosen query attends to most."""
     maps = model_maps(params.model, params.text)
     _check_head(maps, params.layer, params.head)
@@ -318,7 +318,7 @@ def explore_head_view(params: HeadViewParams) -> HeadViewResult:
         top = tuple(
             (int(j), maps.tokens[int(j)], float(v)) for v, j in zip(values, keys, strict=True)
         )
-    return HeadViewResult(params, maps, w, _summary(w), top)
+    return HeadViewExploration(params, maps, w, _summary(w), top)
 
 
 # --- the neuron view: one query-key pair, dimension by dimension ---------------------------------
@@ -340,7 +340,7 @@ class NeuronParams:
 
 
 @dataclass(frozen=True)
-class NeuronResult:
+class NeuronExploration:
     """How the score of one (query, key) pair is made: q * k, summed, scaled, softmaxed.
 
     SmolLM2 rotates q and k by their positions (RoPE) before the product; "raw" is before the
@@ -389,7 +389,7 @@ def _query_key(maps: ModelMaps, layer: int, head: int) -> tuple[Tensor, Tensor, 
 
 
 @torch.no_grad()
-def explore_neuron(params: NeuronParams) -> NeuronResult:
+def explore_neuron(params: NeuronParams) -> NeuronExploration:
     """q, k, q * k and its sum for one pair, before and after RoPE; and the weight it gets."""
     maps = model_maps(params.model, params.text)
     _check_head(maps, params.layer, params.head)
@@ -403,7 +403,7 @@ def explore_neuron(params: NeuronParams) -> NeuronResult:
     if maps.causal:
         row = row.masked_fill(~causal_mask(t)[i], float("-inf"))
     product_raw, product = q_raw[i] * k_raw[j], q[i] * k[j]  # (D,) each
-    return NeuronResult(
+    return NeuronExploration(
         params=params,
         query_token=maps.tokens[i],
         key_token=maps.tokens[j],
