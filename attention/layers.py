@@ -48,15 +48,33 @@ class DecoderLayerResult:
 
 
 class _Block(nn.Module):
-    """What encoder and decoder layers share: sizes, norm placement, dropout."""
+    """What encoder and decoder layers share: the constructor, norm placement, dropout.
 
-    def __init__(self, d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms) -> None:
+    A decoder layer (cross_attention = True) also gets cross_attn and a third LayerNorm.
+    """
+
+    cross_attention = False
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm_first: bool = False,
+        dropout: float = 0.0,
+        eps: float = 1e-5,
+    ) -> None:
+        """Build the sub-layers; d_ff=None means 4 * d_model, norm_first=True means pre-LN."""
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads)
         self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model, eps=eps) for _ in range(n_norms))
+        n_sublayers = 3 if self.cross_attention else 2  # one LayerNorm each
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model, eps=eps) for _ in range(n_sublayers))
         self.dropout = nn.Dropout(dropout)
+        if self.cross_attention:  # made last, so the weights above draw as an encoder layer's
+            self.cross_attn = MultiHeadAttention(d_model, n_heads)
 
     def _residual(self, x: Tensor, i: int, sublayer) -> tuple[Tensor, object]:
         """Apply sublayer i with its residual and LayerNorm; return (new x, sublayer result)."""
@@ -86,18 +104,6 @@ class _Block(nn.Module):
 class EncoderLayer(_Block):
     """Self-attention then feed-forward, each wrapped in a residual and a LayerNorm."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int | None = None,
-        *,
-        norm_first: bool = False,
-        dropout: float = 0.0,
-        eps: float = 1e-5,
-    ) -> None:
-        super().__init__(d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms=2)
-
     def _attention_modules(self):
         return [self.self_attn]
 
@@ -116,18 +122,7 @@ class EncoderLayer(_Block):
 class DecoderLayer(_Block):
     """Masked self-attention, cross-attention to the encoder's output, then feed-forward."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int | None = None,
-        *,
-        norm_first: bool = False,
-        dropout: float = 0.0,
-        eps: float = 1e-5,
-    ) -> None:
-        super().__init__(d_model, n_heads, d_ff, norm_first, dropout, eps, n_norms=3)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads)
+    cross_attention = True  # _Block adds self.cross_attn and a third LayerNorm
 
     def _attention_modules(self):
         return [self.self_attn, self.cross_attn]

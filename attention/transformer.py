@@ -36,20 +36,11 @@ class DecoderResult:
         )
 
 
-def _stack(
-    layer: type[nn.Module], n_layers: int, d_model: int, n_heads: int, d_ff, norm_first, dropout
-) -> tuple[nn.ModuleList, nn.Module]:
-    """n_layers fresh layers, and the final LayerNorm a pre-LN stack needs (else Identity)."""
-    check_positive_int("n_layers", n_layers)
-    layers = nn.ModuleList(
-        layer(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
-        for _ in range(n_layers)
-    )
-    return layers, nn.LayerNorm(d_model) if norm_first else nn.Identity()
+class _Stack(nn.Module):
+    """What Encoder and Decoder share: n_layers fresh layers of the subclass's `layer_type`, and
+    the final LayerNorm a pre-LN stack needs (Identity for post-LN: its layers end with one)."""
 
-
-class Encoder(nn.Module):
-    """A stack of encoder layers; pre-LN stacks end with one more LayerNorm."""
+    layer_type: type[nn.Module]  # EncoderLayer or DecoderLayer
 
     def __init__(
         self,
@@ -62,9 +53,18 @@ class Encoder(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.layers, self.norm = _stack(
-            EncoderLayer, n_layers, d_model, n_heads, d_ff, norm_first, dropout
+        check_positive_int("n_layers", n_layers)
+        self.layers = nn.ModuleList(
+            self.layer_type(d_model, n_heads, d_ff, norm_first=norm_first, dropout=dropout)
+            for _ in range(n_layers)
         )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+
+class Encoder(_Stack):
+    """A stack of n_layers encoder layers; pre-LN stacks end with one more LayerNorm."""
+
+    layer_type = EncoderLayer
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> EncoderResult:
         results = []
@@ -74,23 +74,10 @@ class Encoder(nn.Module):
         return EncoderResult(layers=tuple(results), output=self.norm(x))
 
 
-class Decoder(nn.Module):
-    """A stack of decoder layers; pre-LN stacks end with one more LayerNorm."""
+class Decoder(_Stack):
+    """A stack of n_layers decoder layers; pre-LN stacks end with one more LayerNorm."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int | None = None,
-        *,
-        norm_first: bool = False,
-        dropout: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.layers, self.norm = _stack(
-            DecoderLayer, n_layers, d_model, n_heads, d_ff, norm_first, dropout
-        )
+    layer_type = DecoderLayer
 
     def forward(
         self,

@@ -27,6 +27,7 @@ from ..transformer import Encoder
 from ._util import check_int, one_thread
 
 RECURRENT_KINDS = ("rnn", "lstm", "gru")
+_SEEDS = (0, 2**31 - 1)  # the seeds torch.manual_seed and Generator take
 
 
 def _check_lengths(name: str, values: tuple[int, ...], high: int) -> None:
@@ -34,6 +35,12 @@ def _check_lengths(name: str, values: tuple[int, ...], high: int) -> None:
         raise TypeError(f"{name}: expected a non-empty tuple of ints, got {values!r}")
     for v in values:
         check_int(name, v, 1, high)
+
+
+def _check_ints(params: object, **ranges: tuple[int, int]) -> None:
+    """check_int each named field of params against its range: name=(low, high), inclusive."""
+    for name, (low, high) in ranges.items():
+        check_int(name, getattr(params, name), low, high)
 
 
 # Lesson 1 ---------------------------------------------------------------------------------------
@@ -55,10 +62,7 @@ class RecurrentMemoryParams:
         bad = [k for k in self.kinds if k not in RECURRENT_KINDS]
         if not self.kinds or bad:
             raise ValueError(f"kinds: expected some of {RECURRENT_KINDS}, got {self.kinds!r}")
-        check_int("d_in", self.d_in, 1, 256)
-        check_int("d_hidden", self.d_hidden, 1, 256)
-        check_int("n_sentences", self.n_sentences, 1, 1024)
-        check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_ints(self, d_in=(1, 256), d_hidden=(1, 256), n_sentences=(1, 1024), seed=_SEEDS)
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,8 @@ class BottleneckParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_int("max_len", self.max_len, 2, 30)
-        check_int("steps", self.steps, 1, 100_000)
-        check_int("batch_size", self.batch_size, 1, 4096)
-        check_int("d_hidden", self.d_hidden, 1, 1024)
-        check_int("n_eval", self.n_eval, 1, 100_000)
-        check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_ints(self, max_len=(2, 30), steps=(1, 100_000), batch_size=(1, 4096))
+        _check_ints(self, d_hidden=(1, 1024), n_eval=(1, 100_000), seed=_SEEDS)
         if not (isinstance(self.lr, float) and 0 < self.lr < 1):
             raise ValueError(f"lr: expected a float in (0, 1), got {self.lr!r}")
 
@@ -184,10 +184,7 @@ class ProjectionVarianceParams:
 
     def __post_init__(self) -> None:
         _check_lengths("d_ks", self.d_ks, 4096)
-        check_int("d_model", self.d_model, 1, 4096)
-        check_int("n_tokens", self.n_tokens, 2, 100_000)
-        check_int("n_inits", self.n_inits, 1, 1000)
-        check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_ints(self, d_model=(1, 4096), n_tokens=(2, 100_000), n_inits=(1, 1000), seed=_SEEDS)
 
 
 @dataclass(frozen=True)
@@ -247,13 +244,9 @@ class NormPlacementParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, high in (("n_layers", 48), ("d_model", 512), ("n_heads", 64), ("seq_len", 256)):
-            check_int(name, getattr(self, name), 1, high)
-        check_int("vocab", self.vocab, 2, 10_000)
-        check_int("batch_size", self.batch_size, 1, 4096)
-        check_int("steps", self.steps, 1, 100_000)
-        check_int("warmup", self.warmup, 1, 100_000)
-        check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_ints(self, n_layers=(1, 48), d_model=(1, 512), n_heads=(1, 64), seq_len=(1, 256))
+        _check_ints(self, vocab=(2, 10_000), batch_size=(1, 4096), steps=(1, 100_000))
+        _check_ints(self, warmup=(1, 100_000), seed=_SEEDS)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not (isinstance(self.lr, float) and 0 < self.lr < 1):
