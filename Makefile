@@ -62,8 +62,8 @@ NB ?= lessons/explorers.ipynb
 classroom: $(STAMP)
 	$(PY) -m widgets.classroom $(NB)
 
-# The benchmark scripts that print the README's figures (about 15 minutes). The sliding-window
-# and sink experiment takes about 25 more: $(PY) benchmarks/sink_window.py
+# The benchmark scripts that print benchmarks/README.md's figures (about 15 minutes). The
+# sliding-window and sink experiment takes about 25 more: $(PY) benchmarks/sink_window.py
 bench: $(STAMP)
 	$(PY) benchmarks/kernel_update.py
 	$(PY) benchmarks/browser_latency.py

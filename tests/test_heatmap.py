@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -17,8 +18,17 @@ import torch
 from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
 
 from widgets.views.arrays import color_limits
+from widgets.views.canvas import CanvasView
+from widgets.views.chart import SeriesChart
 from widgets.views.heatmap import CSV_HEADER, Heatmap, auto_cell_size
-from widgets.views.style import FULLY_MASKED_FACE, LABELLED_CELL_MIN, MASKED_HATCH, css, esm
+from widgets.views.style import (
+    FULLY_MASKED_FACE,
+    LABELLED_CELL_MIN,
+    MASKED_HATCH,
+    STATIC,
+    css,
+    esm,
+)
 from widgets.views.token_lines import TokenLines
 
 NEG_INF = float("-inf")
@@ -226,6 +236,67 @@ def test_token_lines_data_and_selection():
         tl.set_data(w[0], ["p"])
 
 
+# --- what every canvas view shares: canvas.py and static/common.js --------------------------
+
+VIEW_JS = {Heatmap: "heatmap", TokenLines: "token_lines", SeriesChart: "chart"}
+
+
+def make_view(view: type[CanvasView], **traits) -> CanvasView:
+    return view(name="chart", **traits) if view is SeriesChart else view(**traits)
+
+
+@pytest.mark.parametrize("view", VIEW_JS, ids=lambda v: v.__name__)
+def test_each_view_loads_its_own_javascript_after_the_shared_code(view):
+    """One module per view: common.js, then the view's own file and no other view's (the token
+    lines were once a `_kind` of heatmap.js)."""
+    own = VIEW_JS[view]
+    src = make_view(view)._esm
+    assert src == esm(own)
+    assert src.startswith((STATIC / "common.js").read_text())
+    assert src.endswith((STATIC / f"{own}.js").read_text())
+    others = [name for name in VIEW_JS.values() if name != own]
+    assert not any((STATIC / f"{name}.js").read_text() in src for name in others)
+    assert "_kind" not in view.class_traits()
+
+
+@pytest.mark.parametrize("view", VIEW_JS, ids=lambda v: v.__name__)
+def test_every_canvas_view_declares_zoom(view):
+    """zoom is a trait of the class (CanvasView), synced from the start: explorers set it on
+    every canvas view alike instead of adding it to some in presenter mode."""
+    assert issubclass(view, CanvasView)
+    assert "zoom" in view.class_traits()
+    widget = make_view(view, zoom=1.35)
+    assert wire_state(widget)["zoom"] == 1.35
+    assert widget.traits()["zoom"] is view.class_traits()["zoom"]
+
+
+def _shared_names(src: str) -> set[str]:
+    """The names a view file takes from `common` in its `const { ... } = common;`."""
+    found = re.search(r"^const \{([^}]*)\} = common;$", src, re.M)
+    assert found, "a view file takes its shared names with `const { ... } = common;`"
+    return {name.strip() for name in found.group(1).split(",") if name.strip()}
+
+
+@pytest.mark.parametrize("name", VIEW_JS.values())
+def test_a_view_file_says_where_every_shared_name_comes_from(name):
+    """Every name of common.js a view file uses is one it takes from `common` by name; it takes
+    only names that common returns, and uses each."""
+    common = (STATIC / "common.js").read_text()
+    inner = set(re.findall(r"^  (?:function|const|let) (\w+)", common, re.M))  # makeCommon's
+    returned = re.search(r"^  return \{([^}]*)\};\n\}\s*$", common, re.M)
+    assert returned, "common.js ends with makeCommon's `return { ... };`"
+    exported = {n.strip() for n in returned.group(1).split(",") if n.strip()}
+    src = (STATIC / f"{name}.js").read_text()
+    taken = _shared_names(src)
+    code = re.sub(r"//[^\n]*", "", src.split("} = common;", 1)[1])
+    used = set(re.findall(r"[A-Za-z_$][\w$]*", code))
+    own = set(re.findall(r"^(?:export )?(?:function|const|let) (\w+)", code, re.M))
+    assert taken <= exported, taken - exported
+    assert not (used & inner) - taken - own, f"{name}.js uses common.js names it does not take"
+    assert taken <= used, f"{name}.js takes names it does not use: {taken - used}"
+    assert "STYLE" in taken or "STYLE" not in used
+
+
 # --- export -----------------------------------------------------------------------------------
 
 
@@ -365,6 +436,27 @@ BAR_CASES = {
     "wrapped small multiples": {"P": 8, "R": 6, "C": 6, "panelSize": 120, "title": "heads",
                                 "titles": _names("head ", 8), "legend": ["masked", "full"]},
 }  # fmt: skip
+
+
+@needs_node
+def test_every_view_module_loads():
+    """Each view's module (common.js + its file) evaluates and exports render: a name left out
+    of `const { ... } = common;` at a file's top level would throw here."""
+    script = """
+    for (const src of JSON.parse(process.env.VIEW_ESMS)) {
+      const url = "data:text/javascript;base64," + Buffer.from(src).toString("base64");
+      console.log(typeof (await import(url)).default.render);
+    }
+    """
+    out = subprocess.run(
+        [NODE, "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"VIEW_ESMS": json.dumps([esm(name) for name in VIEW_JS.values()])},
+        timeout=60,
+    )
+    assert out.stdout.split() == ["function"] * len(VIEW_JS)
 
 
 @needs_node

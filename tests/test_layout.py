@@ -56,7 +56,7 @@ def test_every_core_module_is_bound_by_the_core_contract():
         ("attention/masks.py", "from .models.toy import data", "The core"),
         ("attention/functional.py", "import matplotlib", "The core"),
         ("widgets/views/style.py", "from ..explorers import base", "Views draw"),
-        ("attention/models/toy/data.py", "from ...explore import masks", "Layers"),
+        ("attention/models/toy/data.py", "from ...explore import mask", "Layers"),
     ],
 )
 def test_a_broken_rule_is_caught(tmp_path, module, line, broken):

@@ -23,13 +23,11 @@ def test_canvas_colour_tables_equal_matplotlibs(name):
 
 
 def test_the_browser_gets_its_style_from_python():
-    for view in ("heatmap", "chart"):
-        src = style.esm(view)
-        head = src.split("\n", 1)[0]
-        assert head.startswith("const STYLE = ") and head.endswith(";")
-        assert json.loads(head[len("const STYLE = ") : -1]) == json.loads(
-            json.dumps(style.js_style())
-        )
+    prefix = "const common = makeCommon("
+    for view in ("heatmap", "token_lines", "chart"):
+        (line,) = [ln for ln in style.esm(view).splitlines() if ln.startswith(prefix)]
+        assert line.endswith(");")
+        assert json.loads(line[len(prefix) : -2]) == json.loads(json.dumps(style.js_style()))
 
 
 def test_no_style_colour_is_spelled_again_in_the_javascript():

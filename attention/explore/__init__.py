@@ -35,6 +35,7 @@ from .attention import (
     AttentionExploration,
     AttentionParams,
     explore_attention,
+    max_heads,
 )
 from .flash import FlashExploration, FlashParams, explore_flash
 from .heads import (
@@ -214,6 +215,7 @@ __all__ = [
     "maps_of_ids",
     "mask_to_tuple",
     "masked_logits",
+    "max_heads",
     "measure_decoding",
     "model_maps",
     "model_shape",

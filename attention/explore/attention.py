@@ -21,6 +21,11 @@ from .mask import MASK_KINDS, Mask, check_mask_tuple, preset_mask
 TEMPERATURE_RANGE = (0.1, 10.0)
 
 
+def max_heads(d_k: int) -> int:
+    """The most heads of width d_k: H * d_k <= MAX_WIDTH (the params' check and the slider)."""
+    return MAX_WIDTH // d_k
+
+
 @dataclass(frozen=True)
 class AttentionParams:
     """Settings of AttentionExplorer. Each of n_heads heads has queries and keys of width d_k.
@@ -51,7 +56,7 @@ class AttentionParams:
         if self.d_model > MAX_WIDTH:
             raise ValueError(
                 f"d_model = n_heads * d_k = {self.n_heads} * {self.d_k} = {self.d_model} exceeds "
-                f"{MAX_WIDTH}; choose n_heads <= {MAX_WIDTH // self.d_k}"
+                f"{MAX_WIDTH}; choose n_heads <= {max_heads(self.d_k)}"
             )
         if self.mask not in MASK_KINDS:
             raise ValueError(f"mask: expected one of {MASK_KINDS}, got {self.mask!r}")

@@ -10,15 +10,13 @@ Screenshots of each explorer go to screenshots/fit-<front-end>-<explorer>.png.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.browser import harness
 from tests.browser.cases import GALLERY
+from widgets import registry
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
@@ -26,52 +24,10 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.browser
 
 WINDOW = {"width": 1280, "height": 720}
-GALLERY_EXPLORERS = (
-    "ac-attention-explorer",
-    "ac-scaling-explorer",
-    "ac-mask-explorer",
-    "ac-token-view",
-    "ac-heads-explorer",
-    "ac-positional-explorer",
-)
-EXTRA = "classroom_fit.ipynb"  # explorers the gallery does not show, written into the root
-EXTRA_EXPLORERS = (
-    "ac-training-attention",
-    "ac-flash-explorer",
-    "ac-kv-cache-explorer",
-    "ac-rope-explorer",
-    "ac-model-view",
-    "ac-head-view",
-    "ac-neuron-view",
-)
-# as lessons 11-15 build them (the real models' views at their lessons' settings)
-EXTRA_CELLS = [
-    "import widgets",
-    "widgets.TrainingAttentionExplorer()",
-    "widgets.FlashExplorer(seq_len=8, block_size=2, step=5)",
-    "widgets.KVCacheExplorer()",
-    "widgets.RopeExplorer()",
-    'widgets.ModelView("minilm", layer=3, head=1)',
-    'widgets.HeadView("minilm", "The animal didn\'t cross the street because it was too tired.",'
-    " layer=3, head=1, query=5)",
-    'widgets.NeuronView("smollm2", layer=0, head=0, query=10, key=9)',
-]
+# every explorer of widgets/registry.py, each shown by the gallery (written from the registry)
+EXPLORERS = tuple(f"ac-{e.slug}" for e in registry.EXPLORERS)
 # what the principal panel's accessible name says, per explorer
-PRINCIPAL_NAME = {
-    "ac-attention-explorer": "weights",
-    "ac-scaling-explorer": "scores of",
-    "ac-mask-explorer": "weights",
-    "ac-token-view": "head 0",
-    "ac-heads-explorer": "q per head",
-    "ac-positional-explorer": "PE[position, dim]",
-    "ac-training-attention": "cross-attention",
-    "ac-flash-explorer": "tiles",
-    "ac-kv-cache-explorer": "cache",
-    "ac-rope-explorer": "rope(q, m) · rope(k, n)",
-    "ac-model-view": "every head",
-    "ac-head-view": "layer 3, head 1",
-    "ac-neuron-view": "q and k",
-}
+PRINCIPAL_NAME = {f"ac-{e.slug}": e.principal for e in registry.EXPLORERS}
 FOCUSABLE = ".noUi-handle, select, input, button, textarea"
 
 # The visible part of the page around an element: the viewport, clipped by every scrolling
@@ -102,16 +58,6 @@ _CANVASES_JS = """
           ready: !!(sr && sr.dataset.ready)};
 })
 """
-
-
-def _write_extra(root: Path) -> None:
-    nb = new_notebook(
-        cells=[new_code_cell(c) for c in EXTRA_CELLS],
-        metadata={
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-    )
-    nbformat.write(nb, root / EXTRA)
 
 
 def _box(locator: Locator) -> dict:
@@ -215,26 +161,20 @@ def _check_all(page: Page, names: tuple[str, ...], front_end: str, tab: bool) ->
 
 def test_classroom_fit_names_and_keyboard_in_lab(lab) -> None:
     harness.SCREENSHOTS.mkdir(exist_ok=True)
-    _write_extra(lab.server.root_dir)
     lab.page.set_viewport_size(WINDOW)
-    problems = []
-    for notebook, names in ((GALLERY, GALLERY_EXPLORERS), (EXTRA, EXTRA_EXPLORERS)):
-        opened = lab.open(notebook)
-        opened.run_all()
-        assert not opened.error_cells(), f"{notebook}: {opened.error_cells()}"
-        problems += _check_all(lab.page, names, "lab", tab=False)
+    opened = lab.open(GALLERY)
+    opened.run_all()
+    assert not opened.error_cells(), f"{GALLERY}: {opened.error_cells()}"
+    problems = _check_all(lab.page, EXPLORERS, "lab", tab=False)
     assert not problems, "\n".join(problems)
     assert lab.log.page_errors == []
 
 
 def test_classroom_fit_names_and_keyboard_in_voila(voila) -> None:
     harness.SCREENSHOTS.mkdir(exist_ok=True)
-    _write_extra(voila.server.root_dir)
     voila.page.set_viewport_size(WINDOW)
-    problems = []
-    for notebook, names in ((GALLERY, GALLERY_EXPLORERS), (EXTRA, EXTRA_EXPLORERS)):
-        page = voila.open(notebook, ready_class=names[-1])
-        assert harness.voila_errors(page) == []
-        problems += _check_all(page, names, "voila", tab=True)
+    page = voila.open(GALLERY, ready_class=EXPLORERS[-1])
+    assert harness.voila_errors(page) == []
+    problems = _check_all(page, EXPLORERS, "voila", tab=True)
     assert not problems, "\n".join(problems)
     assert voila.log.off_machine() == [] and voila.log.page_errors == []

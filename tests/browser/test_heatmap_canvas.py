@@ -1,4 +1,5 @@
-"""The heatmap component's canvas drawn by Chromium from the real module (no Jupyter)."""
+"""The heatmap's and the token lines' canvases drawn by Chromium from the real modules (no
+Jupyter)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from widgets.views.heatmap import Heatmap
 from widgets.views.style import MASKED_FACE, MASKED_HATCH, TEXT, esm, lut_rgb
+from widgets.views.token_lines import TokenLines
 
 pytestmark = pytest.mark.browser
 
@@ -30,6 +32,19 @@ _RENDER_JS = """async ([src, state, data, probe]) => {
 }"""
 
 
+def _on_blank_page(chromium, tmp_path, script: str, args: list) -> dict:
+    """Evaluate `script` (given `args`) in a blank page with a <div id="el"> at scale 1."""
+    page_html = tmp_path / "page.html"
+    page_html.write_text("<!doctype html><body style='margin:0'><div id='el'></div></body>")
+    context = chromium.new_context(device_scale_factor=1)
+    try:
+        page = context.new_page()
+        page.goto(page_html.as_uri())
+        return page.evaluate(script, args)
+    finally:
+        context.close()
+
+
 def _draw_in_chromium(chromium, tmp_path, hm: Heatmap, probe: str) -> dict:
     """Render `hm` with the real module in a blank page; return what the JS `probe` returns."""
     state = {k: v for k, v in hm.get_state().items() if not isinstance(v, dict)}
@@ -38,15 +53,7 @@ def _draw_in_chromium(chromium, tmp_path, hm: Heatmap, probe: str) -> dict:
     if hm.masked is not None:
         state["masked"] = {"shape": list(hm.masked.shape), "dtype": "bool",
                            "data": hm.masked.reshape(-1).astype(int).tolist()}  # fmt: skip
-    page_html = tmp_path / "page.html"
-    page_html.write_text("<!doctype html><body style='margin:0'><div id='el'></div></body>")
-    context = chromium.new_context(device_scale_factor=1)
-    try:
-        page = context.new_page()
-        page.goto(page_html.as_uri())
-        return page.evaluate(_RENDER_JS, [esm("heatmap"), state, data, probe])
-    finally:
-        context.close()
+    return _on_blank_page(chromium, tmp_path, _RENDER_JS, [esm("heatmap"), state, data, probe])
 
 
 def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
@@ -202,3 +209,42 @@ def test_labels_are_where_and_what_text_drawn_there_is(chromium, tmp_path, zoom)
     )
     assert found["inked"] > 200  # the reference has text in those areas: the check compares ink
     assert found["worst"] == 0, found  # pixel for pixel
+
+
+_LINES_JS = """async ([src, state, data]) => {
+  const mod = await import("data:text/javascript;base64," + btoa(src));
+  state.weights.buffer = new DataView(new Float32Array(data).buffer);
+  const model = {get: (k) => state[k], on() {}, off() {}, set() {}, save_changes() {}};
+  const el = document.getElementById("el");
+  mod.default.render({model, el});
+  const canvas = el.querySelector("canvas.ac-tl-canvas");
+  const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let inked = 0;
+  for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) inked += 1;
+  return {redraws: el.dataset.redraws, label: canvas.getAttribute("aria-label"), inked,
+          size: [canvas.width, canvas.height]};
+}"""
+
+
+def _draw_lines_in_chromium(chromium, tmp_path, tl: TokenLines) -> dict:
+    """Render `tl` with static/token_lines.js in a blank page; return what it drew."""
+    state = {k: v for k, v in tl.get_state().items() if not isinstance(v, dict)}
+    state["weights"] = {"shape": list(tl.weights.shape), "dtype": "float32"}
+    data = tl.weights.reshape(-1).tolist()
+    return _on_blank_page(chromium, tmp_path, _LINES_JS, [esm("token_lines"), state, data])
+
+
+def test_token_lines_draw_from_their_own_module(chromium, tmp_path):
+    """static/token_lines.js draws a line per weight, only the selected query's when one is
+    selected, at zoom times the size."""
+    w = np.full((4, 5), 0.2, dtype=np.float32)
+    tokens = ["the", "cat", "sat", "down"], ["a", "b", "c", "d", "e"]
+
+    def draw(**traits) -> dict:
+        return _draw_lines_in_chromium(chromium, tmp_path, TokenLines(w, *tokens, **traits))
+
+    every, one, zoomed = draw(title="head 0"), draw(selected=1), draw(title="head 0", zoom=2.0)
+    assert every["redraws"] == "1"
+    assert every["label"] == "head 0: 4 query tokens, 5 key tokens"
+    assert every["inked"] > one["inked"] > 0  # 20 lines, then the selected query's 5
+    assert zoomed["size"] == [2 * every["size"][0], 2 * every["size"][1]]

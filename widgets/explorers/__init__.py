@@ -1,43 +1,30 @@
 """The explorers: each wires controls -> a pure function of `attention.explore` -> views.
 
-base        the Explorer loop (read params, compute on one thread, draw, show errors, export)
-controls    slider, dropdown and toggle factories with stable CSS classes; small readouts
-attention   AttentionExplorer            scaling      ScalingExplorer
-mask        MaskExplorer                 heads        HeadsExplorer
-positional  PositionalEncodingExplorer   tokens       TokenAttentionView
-training    TrainingAttentionExplorer, TrainingProgress
-model_view  ModelView, HeadView, NeuronView (real trained models: MiniLM, SmolLM2)
-flash       FlashExplorer                kv_cache     KVCacheExplorer
-rope        RopeExplorer
+base        the Explorer loop (declared controls, compute on one thread, draw, errors, export)
+controls    control declarations (slider, menu, check...) and their widgets; small readouts
+<stem>      one module per explorer, fed by attention/explore/<stem>.py; widgets/registry.py
+            lists them (class, stem, function, lessons), and this package's names come from it
+
+Each explorer is imported when first used (PEP 562), so `widgets.explorers.RopeExplorer` loads
+rope.py alone.
 """
 
-from .attention import AttentionExplorer
-from .base import Explorer
-from .flash import FlashExplorer
-from .heads import HeadsExplorer
-from .kv_cache import KVCacheExplorer
-from .mask import MaskExplorer
-from .model_view import HeadView, ModelView, NeuronView
-from .positional import PositionalEncodingExplorer
-from .rope import RopeExplorer
-from .scaling import ScalingExplorer
-from .tokens import TokenAttentionView
-from .training import TrainingAttentionExplorer, TrainingProgress
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "AttentionExplorer",
-    "Explorer",
-    "FlashExplorer",
-    "HeadView",
-    "HeadsExplorer",
-    "KVCacheExplorer",
-    "MaskExplorer",
-    "ModelView",
-    "NeuronView",
-    "PositionalEncodingExplorer",
-    "RopeExplorer",
-    "ScalingExplorer",
-    "TokenAttentionView",
-    "TrainingAttentionExplorer",
-    "TrainingProgress",
-]
+from ..registry import explorer_modules
+
+__all__ = sorted(explorer_modules())
+
+
+def __getattr__(name: str) -> Any:
+    modules = explorer_modules()  # read each time: a test may register a toy explorer
+    if name not in modules:
+        raise AttributeError(f"module 'widgets.explorers' has no attribute {name!r}")
+    value = getattr(import_module(f".{modules[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(explorer_modules()))

@@ -26,26 +26,34 @@ from attention.explore import (
     AttentionParams,
     explore_attention,
     mask_to_tuple,
+    max_heads,
 )
 
 from ..views import Heatmap, auto_cell_size
 from ..views.style import CELL_MIN, DIVERGING_CMAP, css
 from .base import Explorer
-from .controls import (
-    clamp_slider,
-    dropdown,
-    float_slider,
-    int_slider,
-    shape_str,
-    table_html,
-    toggle,
-)
+from .controls import check, log_slider, menu, shape_str, slider, table_html, toggle
 
-PANELS = ("Q and K", "raw scores", "scaled + masked", "weights", "output", "per head")
 WEIGHTS_PANEL = 240  # px, the weights panel's panel_size
 OUTPUT_WIDTH = 480  # px, the width the output panel's grid keeps to if it can...
 OUTPUT_WIDTH_MAX = 768  # px, ...and the most it grows to keep cells of OUTPUT_CELL px
 OUTPUT_CELL = 12  # px
+_DIVERGING = {"colormap": DIVERGING_CMAP, "symmetric": True, "panel_size": 200}
+
+# Every panel: its key in `explorer.panels`, the "panels:" toggle that shows it (panels sharing
+# a toggle stand side by side), its first title and its heatmap settings. The weights are the
+# principal panel, beside the controls; the others stand below in this order.
+PANELS = (
+    ("q", "Q and K", "Q (head)", _DIVERGING),
+    ("k", "Q and K", "K (head)", _DIVERGING),
+    ("raw_scores", "raw scores", "raw scores q·kᵀ", _DIVERGING),
+    ("scores", "scaled + masked", "scaled + masked scores", _DIVERGING),
+    ("weights", "weights", "weights = softmax(scores)",
+     {"vmin": 0.0, "vmax": 1.0, "panel_size": WEIGHTS_PANEL}),
+    ("output", "output", "output = weights · V (heads merged)", _DIVERGING),
+    ("per_head", "per head", "weights of every head", {"vmin": 0.0, "vmax": 1.0}),
+)  # fmt: skip
+CLICKABLE = ("scores", "weights", "per_head")  # a click blocks or unblocks that pair
 
 
 def output_cell_size(tq: int, tk: int, d_model: int) -> int:
@@ -58,10 +66,8 @@ def output_cell_size(tq: int, tk: int, d_model: int) -> int:
     return max(CELL_MIN, min(auto_cell_size(WEIGHTS_PANEL, tq, tk), fit))
 
 
-def _panel(name: str, title: str, **traits: Any) -> Heatmap:
-    hm = Heatmap(title=title, **traits)
-    hm.add_class(css(f"panel-{name}"))
-    return hm
+def _key_len(v: object) -> int:
+    return v.key_len if v.cross else v.seq_len  # Tk
 
 
 class AttentionExplorer(Explorer):
@@ -75,85 +81,67 @@ class AttentionExplorer(Explorer):
     Attributes:
         result: the AttentionExploration of the current settings.
         panels: name -> Heatmap for every panel (shown or not).
+        visible: the "panels:" toggles, by the name shown beside each.
     """
+
+    CONTROLS = (
+        slider("seq_len", 1, MAX_LEN, label="seq_len (Tq)"),
+        slider("d_k", 1, MAX_WIDTH, label="d_k (per head)"),
+        # a slider, not a menu: a d_k move then changes one number (its max) in the browser,
+        # where rebuilding a menu of up to 256 head counts cost a page layout
+        slider("n_heads", 1, lambda v: max_heads(v.d_k)),
+        check("cross", label="cross-attention"),
+        slider("key_len", 1, MAX_LEN, label="key_len (Tk)"),
+        menu("mask", MASK_KINDS),
+        slider("pad_len", 0, _key_len, label="pad length"),
+        check("scaled", label="divide by sqrt(d_k)"),
+        log_slider("temperature", *TEMPERATURE_RANGE),
+        slider("seed", 0, 99),
+        slider("query_row", 0, lambda v: v.seq_len - 1, label="query row"),
+        slider("head", 0, lambda v: v.n_heads - 1),
+    )
 
     def __init__(self, **settings: Any) -> None:
         start = AttentionParams(**settings)  # validates the settings
         self._custom: torch.Tensor | None = (
             torch.tensor(start.custom_mask) if start.custom_mask else None
         )
-        self.seq_len = int_slider("seq_len (Tq)", 1, MAX_LEN, start.seq_len, name="seq-len")
-        self.d_k = int_slider("d_k (per head)", 1, MAX_WIDTH, start.d_k, name="d-k")
-        # a slider, not a menu: a d_k move then changes one number (its max) in the browser,
-        # where rebuilding a menu of up to 256 head counts cost a page layout
-        self.n_heads = int_slider("n_heads", 1, max_heads(start.d_k), start.n_heads, name="n-heads")
-        self.cross = toggle("cross-attention", start.cross, name="cross")
-        self.key_len = int_slider("key_len (Tk)", 1, MAX_LEN, start.key_len, name="key-len")
-        self.mask = dropdown("mask", MASK_KINDS, start.mask, name="mask")
-        self.pad_len = int_slider("pad length", 0, start.tk, start.pad_len, name="pad-len")
-        self.scaled = toggle("divide by sqrt(d_k)", start.scaled, name="scaled")
-        lo, hi = TEMPERATURE_RANGE
-        self.temperature = float_slider(
-            "temperature", lo, hi, start.temperature, name="temperature", log=True, step=0.02
-        )
-        self.seed = int_slider("seed", 0, 99, start.seed, name="seed")
-        self.query_row = int_slider("query row", 0, start.seq_len - 1, start.query_row, name="row")
-        self.head = int_slider("head", 0, start.n_heads - 1, start.head, name="head")
+        declared = self.declare(start)
         self.show_numbers = toggle("show numbers", False, name="show-numbers")
-        self.visible = {
-            name: toggle(name, True, name=f"show-{name.replace(' ', '-').replace('+', 'and')}")
-            for name in PANELS
-        }
         self.mask.observe(self._mask_kind_changed, names="value")
-
-        diverging = {"colormap": DIVERGING_CMAP, "symmetric": True, "panel_size": 200}
-        weights = {"vmin": 0.0, "vmax": 1.0, "panel_size": WEIGHTS_PANEL}
-        self.panels = {
-            "q": _panel("q", "Q (head)", **diverging),
-            "k": _panel("k", "K (head)", **diverging),
-            "raw_scores": _panel("raw-scores", "raw scores q·kᵀ", **diverging),
-            "scores": _panel("scores", "scaled + masked scores", **diverging),
-            "weights": _panel("weights", "weights = softmax(scores)", **weights),
-            "output": _panel("output", "output = weights · V (heads merged)", **diverging),
-            "per_head": _panel("per-head", "weights of every head", vmin=0.0, vmax=1.0),
+        self.panels: dict[str, Heatmap] = {}
+        groups: dict[str, list[Heatmap]] = {}
+        for key, group, title, traits in PANELS:
+            self.panels[key] = Heatmap(title=title, **traits)
+            self.panels[key].add_class(css(f"panel-{key.replace('_', '-')}"))
+            groups.setdefault(group, []).append(self.panels[key])
+        for key in CLICKABLE:
+            self.panels[key].on_click(self._cell_clicked)
+        self._groups = {g: p[0] if len(p) == 1 else widgets.HBox(p) for g, p in groups.items()}
+        self.visible = {
+            g: toggle(g, True, name=f"show-{g.replace(' ', '-').replace('+', 'and')}")
+            for g in groups
         }
-        for name in ("scores", "weights", "per_head"):
-            self.panels[name].on_click(self._cell_clicked)
         self.readout = widgets.HTML()
         self.readout.add_class(css("readout"))
-        self._groups = {
-            "Q and K": widgets.HBox([self.panels["q"], self.panels["k"]]),
-            "raw scores": self.panels["raw_scores"],
-            "scaled + masked": self.panels["scores"],
-            "weights": self.panels["weights"],
-            "output": self.panels["output"],
-            "per head": self.panels["per_head"],
-        }
         # the weights beside the controls, the readout after them; the other stages below
         row = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
-        others = [group for name, group in self._groups.items() if name != "weights"]
-        grid = widgets.Box(others, layout=row)
+        grid = widgets.Box([g for name, g in self._groups.items() if name != "weights"], layout=row)
         panel_row = widgets.HBox(
             [widgets.Label("panels:"), *self.visible.values()],
             layout=widgets.Layout(flex_flow="row wrap", width="260px"),
         )
         for box in self.visible.values():
             box.layout.width = "auto"
-        controls = [
-            self.seq_len, self.d_k, self.n_heads, self.cross, self.key_len, self.mask,
-            self.pad_len, self.scaled, self.temperature, self.seed, self.query_row, self.head,
-            self.show_numbers, panel_row,
-        ]  # fmt: skip
         header = widgets.HTML(
             "<b>Attention explorer</b>: softmax(q·kᵀ × scale, masked) · v for random tokens. "
             "Click a cell of the scores or weights to block or unblock that pair."
         )
         super().__init__(
-            controls=controls,
+            controls=[*declared, self.show_numbers, panel_row],
             principal=self._groups["weights"],
             beside=[self.readout],
             body=[grid],
-            name="attention-explorer",
             header=header,
         )
         self.refresh()
@@ -176,38 +164,19 @@ class AttentionExplorer(Explorer):
         self.refresh()
 
     def _sync_controls(self) -> None:
-        clamp_slider(self.n_heads, max_heads(self.d_k.value))
-        tk = self.key_len.value if self.cross.value else self.seq_len.value
-        clamp_slider(self.query_row, self.seq_len.value - 1)
-        clamp_slider(self.head, self.n_heads.value - 1)
-        if self.mask.value == "padding":
-            clamp_slider(self.pad_len, tk)
-        elif self.pad_len.value > tk:  # hidden: its range follows when it is shown
-            self.pad_len.value = tk
+        padding = self.mask.value == "padding"
+        super()._sync_controls()
         self.key_len.layout.display = None if self.cross.value else "none"
-        self.pad_len.layout.display = None if self.mask.value == "padding" else "none"
+        self.pad_len.layout.display = None if padding else "none"
         for name, group in self._groups.items():
             group.layout.display = None if self.visible[name].value else "none"
         if self.mask.value == "custom":
+            tk = _key_len(self._control_values())
             self._custom = _resized(self._custom, self.seq_len.value, tk)
 
-    def _read_params(self) -> AttentionParams:
+    def _derived_params(self) -> dict[str, Any]:
         custom = self.mask.value == "custom"
-        return AttentionParams(
-            seq_len=self.seq_len.value,
-            d_k=self.d_k.value,
-            n_heads=self.n_heads.value,
-            mask=self.mask.value,
-            pad_len=self.pad_len.value,
-            custom_mask=mask_to_tuple(self._custom) if custom else None,
-            scaled=self.scaled.value,
-            temperature=float(self.temperature.value),
-            seed=self.seed.value,
-            query_row=self.query_row.value,
-            head=self.head.value,
-            cross=self.cross.value,
-            key_len=self.key_len.value,
-        )
+        return {"custom_mask": mask_to_tuple(self._custom) if custom else None}
 
     def _compute(self, params: AttentionParams) -> AttentionExploration:
         return explore_attention(params)
@@ -278,25 +247,11 @@ class AttentionExplorer(Explorer):
         self.readout.value = _readout(r)
 
     def _views(self) -> dict[str, Heatmap]:
-        shown = {name for name, box in self.visible.items() if box.value}
-        owners = {
-            "q": "Q and K",
-            "k": "Q and K",
-            "raw_scores": "raw scores",
-            "scores": "scaled + masked",
-            "weights": "weights",
-            "output": "output",
-            "per_head": "per head",
-        }
-        return {name: hm for name, hm in self.panels.items() if owners[name] in shown}
+        shown = {group for group, box in self.visible.items() if box.value}
+        return {key: self.panels[key] for key, group, *_ in PANELS if group in shown}
 
 
 MAX_SMALL_MULTIPLES = 16
-
-
-def max_heads(d_k: int) -> int:
-    """The most heads of width d_k the explorer offers: H * d_k <= MAX_WIDTH."""
-    return MAX_WIDTH // d_k
 
 
 def head_window(head: int, n_heads: int) -> tuple[int, int]:

@@ -5,19 +5,28 @@ The shape of an explorer (the house style):
     controls --(read)--> frozen params dataclass --(pure function in attention.explore)-->
              result dataclass --(draw)--> views (Heatmap / TokenLines / SeriesChart)
 
-`Explorer` wires that loop once; a subclass provides `_read_params`, `_compute` and `_draw`:
+`Explorer` wires that loop once. A subclass declares its controls once, each named after the
+params field it sets, and provides `_compute` and `_draw`; reading the params is derived from
+the declarations:
 
     class MyExplorer(Explorer):
-        def __init__(self):
-            self.n = int_slider("n", 1, 16, 4, name="n")
+        CONTROLS = (slider("n", 1, 16), check("scaled", label="divide by sqrt(d_k)"))
+
+        def __init__(self, **settings):
+            start = MyParams(**settings)             # validates the settings
             self.map = Heatmap(title="weights")
-            super().__init__(controls=[self.n], principal=self.map, body=[], name="my-explorer")
+            super().__init__(controls=self.declare(start), principal=self.map, body=[])
             self.refresh()
 
-        def _read_params(self):  return MyParams(n=self.n.value)
         def _compute(self, params):  return my_pure_function(params)
         def _draw(self, result):  self.map.set_data(result.weights)
         def _views(self):  return {"weights": self.map}   # what the Export button saves
+
+`declare(start)` builds `self.n` and `self.scaled` (CSS classes ac-n, ac-scaled) at the start
+params' values; `_read_params()` is `replace(start, n=self.n.value, scaled=...)` plus any
+`_derived_params()` (values no control holds, e.g. a clicked mask); a range given as a function
+of the other controls (`slider("head", 0, lambda v: v.n_heads - 1)`) follows them before each
+read. The explorer's name (its CSS class and export prefix) comes from widgets/registry.py.
 
 Any exception inside refresh() is shown in `explorer.error` (an HTML area), never as a
 traceback; `explorer.result` holds the last good result for code to read.
@@ -35,25 +44,28 @@ for purple-orange.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 import traitlets as t
 
 from attention.explore import one_thread
 
-from ..views import Heatmap, SeriesChart, TokenLines
+from ..registry import slug_of
+from ..views import CanvasView, Heatmap
 from ..views.batch import MessageBatch, widget_tree
 from ..views.export import Exportable
 from ..views.keyboard import KeyboardGuard
 from ..views.picture import Pictured
 from ..views.style import CVD_SWAP, PALETTES, PRESENTER_ZOOM, css
-from .controls import compact_layout
+from .controls import Control, compact_layout
 
 DEFAULT_EXPORT_DIR = "exports"
 
@@ -85,10 +97,11 @@ class ErrorArea(widgets.HTML):
 class Explorer(Pictured, widgets.VBox):
     """Base for explorers: watches controls, recomputes a pure function, redraws the views.
 
-    Subclasses implement `_read_params() -> params`, `_compute(params) -> result`,
-    `_draw(result)` and optionally `_sync_controls()` (adjust ranges that depend on other
-    controls, e.g. head counts offered = divisors of the width) and `_views()` (the heatmaps
-    that the Export button saves).
+    Subclasses declare `CONTROLS` (controls.Control, one per params field they set) and
+    implement `_compute(params) -> result`, `_draw(result)` and optionally `_derived_params()`
+    (params no control holds), `_sync_controls()` (what the declarations cannot say, e.g.
+    showing a control only in one mode; call super's first) and `_views()` (the panels that
+    the Export button saves).
 
     Layout: with `principal` (the panel the explorer is about), the controls stand in a narrow
     column (or with `controls_row`, a row above) with that panel beside them (`beside` after
@@ -106,19 +119,21 @@ class Explorer(Pictured, widgets.VBox):
 
     presenter = t.Bool(False)
     palette = t.Enum(PALETTES, "default")
+    CONTROLS: ClassVar[tuple[Control, ...]] = ()
 
     def __init__(
         self,
         *,
         controls: Sequence[widgets.Widget],
         body: Sequence[widgets.Widget],
-        name: str,
+        name: str | None = None,
         header: widgets.Widget | None = None,
         principal: widgets.Widget | None = None,
         beside: Sequence[widgets.Widget] = (),
         controls_row: bool = False,
         export_dir: str | Path = DEFAULT_EXPORT_DIR,
     ) -> None:
+        name = name or slug_of(type(self).__name__)
         self.explorer_name = name
         self.result: Any = None
         self.params: Any = None
@@ -174,20 +189,40 @@ class Explorer(Pictured, widgets.VBox):
                 if isinstance(w, Heatmap):
                     own = self._base_colormaps.setdefault(w.model_id, w.colormap)
                     w.colormap = swap.get(own, own)
+                if isinstance(w, CanvasView):
                     w.zoom = zoom
-                elif isinstance(w, (TokenLines, SeriesChart)) and (
-                    zoom != 1.0 or w.has_trait("zoom")
-                ):
-                    if not w.has_trait("zoom"):  # these views have no zoom trait of their own
-                        w.add_traits(zoom=t.Float(1.0).tag(sync=True))
-                    w.zoom = zoom
+
+    # Declared controls ---------------------------------------------------------------------
+    def declare(self, start: Any) -> list[widgets.Widget]:
+        """Build every control of CONTROLS at the start params' value, as `self.<field>`."""
+        self.start = start
+        built = []
+        for c in self.CONTROLS:
+            w = c.build(getattr(start, c.field), start)
+            setattr(self, c.field, w)
+            built.append(w)
+        return built
+
+    def _control_values(self) -> SimpleNamespace:
+        return SimpleNamespace(**{c.field: getattr(self, c.field).value for c in self.CONTROLS})
 
     # Subclass hooks ------------------------------------------------------------------------
     def _sync_controls(self) -> None:
-        """Adjust control ranges that depend on other controls (called before reading)."""
+        """Follow the ranges declared as functions of other controls (called before reading)."""
+        current = self._control_values()
+        for c in self.CONTROLS:  # in order: a range follows the controls declared before it
+            w = getattr(self, c.field)
+            c.sync(w, current)
+            setattr(current, c.field, w.value)
+
+    def _derived_params(self) -> dict[str, Any]:
+        """Params fields no control holds (e.g. a mask edited by clicks)."""
+        return {}
 
     def _read_params(self) -> Any:
-        raise NotImplementedError
+        """The start params with every declared control's value and the derived ones."""
+        values = {c.field: c.read(getattr(self, c.field)) for c in self.CONTROLS}
+        return dataclasses.replace(self.start, **values, **self._derived_params())
 
     def _compute(self, params: Any) -> Any:
         raise NotImplementedError

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
@@ -189,3 +190,129 @@ def table_html(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = Non
 def shape_str(shape: Iterable[int]) -> str:
     """(2, 3) -> "(2, 3)"; works for torch.Size, numpy shapes and tuples."""
     return str(tuple(int(s) for s in shape))
+
+
+# --- controls declared once -----------------------------------------------------------------
+
+Bound = Any  # a number, or a function of the current control values (a namespace) -> number
+Options = Any  # a sequence, or a function of the current control values -> sequence
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control, named after the params field it sets: declared once, in the explorer.
+
+    The Explorer base builds the widget from it (`self.<field>`, CSS class ac-<field with
+    dashes>), starts it at the params' value (refusing one the widget would clamp), keeps
+    ranges that depend on other controls up to date (a bound or the options given as a
+    function of the current values: `lambda v: max_heads(v.d_k)`) and reads it back into the
+    params. Make them with `slider`, `log_slider`, `menu`, `check`, `choice`, `steps`, `text`.
+    """
+
+    field: str
+    label: str
+    kind: str  # "int", "float", "log", "menu", "check", "buttons", "select", "text"
+    lo: Bound = None
+    hi: Bound = None
+    options: Options = None
+    step: float | None = None
+    width: str | None = None  # a text field's width
+    live: bool = True  # a text field updates as the learner types (False: on Enter or blur)
+
+    @property
+    def css_name(self) -> str:
+        return self.field.replace("_", "-")
+
+    def build(self, value: Any, current: Any) -> widgets.Widget:
+        """The widget, at `value`; `current` (the start params) resolves dynamic ranges."""
+        name, label = self.css_name, self.label
+        lo, hi, options = _resolve(self.lo, current), _resolve(self.hi, current), None
+        if self.options is not None:
+            options = list(_resolve(self.options, current))
+        if self.kind == "int":
+            w = int_slider(label, lo, hi, value, name=name)
+        elif self.kind in ("float", "log"):
+            step = self.step if self.step is not None else 0.01
+            w = float_slider(label, lo, hi, value, name=name, step=step, log=self.kind == "log")
+        elif self.kind == "menu":
+            w = dropdown(label, options, value, name=name)
+        elif self.kind == "check":
+            return toggle(label, value, name=name)
+        elif self.kind == "buttons":
+            return buttons(label, options, value, name=name)
+        elif self.kind == "select":
+            w = _slider(widgets.SelectionSlider, label, name, options=options, value=value)
+        elif self.kind == "text":
+            w = widgets.Text(
+                value=value,
+                description=label,
+                continuous_update=self.live,
+                layout=widgets.Layout(width=self.width or "420px"),
+            )
+            w.add_class(css(name))
+            return w
+        else:
+            raise ValueError(f"{self.field}: unknown control kind {self.kind!r}")
+        if self.kind in ("int", "float", "log"):
+            refuse_clamped(self.field, w, value)
+        return w
+
+    def sync(self, w: widgets.Widget, current: Any) -> None:
+        """Follow ranges that depend on other controls (only those given as functions)."""
+        if callable(self.options):
+            set_options(w, list(self.options(current)), w.value)
+        if callable(self.hi) and self.kind == "int":
+            clamp_slider(w, self.hi(current))
+        if callable(self.lo) and self.kind == "int" and w.min != self.lo(current):
+            lo = self.lo(current)
+            if w.value < lo:
+                w.value = lo
+            w.min = lo
+
+    def read(self, w: widgets.Widget) -> Any:
+        """The widget's value as the params field takes it."""
+        return float(w.value) if self.kind in ("float", "log") else w.value
+
+
+def _resolve(bound: Any, current: Any) -> Any:
+    return bound(current) if callable(bound) else bound
+
+
+def slider(field: str, lo: Bound, hi: Bound, *, label: str | None = None) -> Control:
+    """An integer slider from lo to hi for `field` (arrow keys step by 1)."""
+    return Control(field, label or field, "int", lo, hi)
+
+
+def log_slider(field: str, lo: float, hi: float, *, label: str | None = None, step: float = 0.02):
+    """A float slider on a log10 scale from lo to hi (the values, not exponents)."""
+    return Control(field, label or field, "log", lo, hi, step=step)
+
+
+def float_range(field: str, lo: float, hi: float, *, label: str | None = None, step: float = 0.01):
+    """A float slider from lo to hi."""
+    return Control(field, label or field, "float", lo, hi, step=step)
+
+
+def menu(field: str, options: Options, *, label: str | None = None) -> Control:
+    """A dropdown of `options` (values, or (label, value) pairs)."""
+    return Control(field, label or field, "menu", options=options)
+
+
+def check(field: str, *, label: str | None = None) -> Control:
+    """A checkbox for a bool field."""
+    return Control(field, label or field, "check")
+
+
+def choice(field: str, options: Sequence[Any], *, label: str | None = None) -> Control:
+    """A row of toggle buttons for a few named choices."""
+    return Control(field, label or field, "buttons", options=tuple(options))
+
+
+def steps(field: str, options: Options, *, label: str | None = None) -> Control:
+    """A slider over a list of allowed values (e.g. context lengths, training steps)."""
+    return Control(field, label or field, "select", options=options)
+
+
+def text(field: str, *, label: str | None = None, width: str = "420px", live: bool = True):
+    """A text field, updating as the learner types (live=False: when they press Enter)."""
+    return Control(field, label or field, "text", width=width, live=live)

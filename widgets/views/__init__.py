@@ -4,13 +4,15 @@
     TokenLines   query tokens joined to key tokens by lines whose weight is their opacity
     SeriesChart  bars and lines over one shared x (chart.py)
 
-Each is an anywidget whose JavaScript lives in static/ (common.js, shared, then heatmap.js or
-chart.js); numbers travel as binary buffers (arrays.py); colours, fonts and sizes come from
-style.py, for the browser and matplotlib alike; every view exports PNG/SVG/CSV through one
-protocol (export.py), rendered by figures.py (the only module here that imports matplotlib,
-and only when a figure is asked for).
+Each is a `CanvasView` (canvas.py: zoom, export, picture), an anywidget whose JavaScript lives
+in static/: its own file (heatmap.js, token_lines.js, chart.js) after common.js, the shared code,
+which it reaches through one namespace (`const { setupCanvas, wire } = common;`). Numbers travel
+as binary buffers (arrays.py); colours, fonts and sizes come from style.py, for the browser and
+matplotlib alike; every view exports PNG/SVG/CSV through one protocol (export.py), rendered by
+figures.py (the only module here that imports matplotlib, and only when a figure is asked for).
 """
 
+from .canvas import CanvasView
 from .chart import SeriesChart
 from .heatmap import Heatmap, auto_cell_size
 from .style import COLORMAPS, DEFAULT_CMAP, DIVERGING_CMAP, PALETTE, css
@@ -21,6 +23,7 @@ __all__ = [
     "DEFAULT_CMAP",
     "DIVERGING_CMAP",
     "PALETTE",
+    "CanvasView",
     "Heatmap",
     "SeriesChart",
     "TokenLines",

@@ -2,7 +2,8 @@
 
 Histograms and curves are heights, which a 1-row heatmap strip would show as colours only.
 The JavaScript is static/chart.js; `chart.export(folder, stem)` saves what a chart shows as
-PNG and SVG (matplotlib) and CSV, like every view (views/export.py).
+PNG and SVG (matplotlib) and CSV, and `zoom` scales it for presenter mode, like every canvas
+view (canvas.py: CanvasView).
 
     chart = SeriesChart(name="histogram", width=420, height=230)
     chart.set_data(centers, [{"name": "q·k", "values": hist, "color": "#D55E00", "kind": "bar"}],
@@ -15,15 +16,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import anywidget
 import traitlets
 
-from .export import Exportable
+from .canvas import CanvasView
 from .style import PALETTE as PALETTE  # re-exported: the series colours explorers use
 from .style import css, esm
 
 
-class SeriesChart(Exportable, anywidget.AnyWidget):
+class SeriesChart(CanvasView):
     """A small canvas chart of bars and lines over one shared x, drawn in the browser.
 
     Set everything at once with `set_data(x, series, **options)`; one message per update.

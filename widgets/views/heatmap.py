@@ -1,4 +1,4 @@
-"""Heatmaps and token lines drawn in the browser from the numbers (anywidget + <canvas>).
+"""Heatmaps drawn in the browser from the numbers (anywidget + <canvas>).
 
 Why: a kernel-side matplotlib redraw costs 100-300 ms per slider move; sending the numbers and
 drawing them in the browser keeps a slider move at the round-trip floor (~30 ms measured).
@@ -30,12 +30,10 @@ Layout: the colour bar spans the grids exactly (top of the first to bottom of th
 row and column is labelled in cells of >= 7 px (LABELLED_CELL_MIN; the font shrinks from 11 to
 7 px), e.g. all 32 rows of a 224 px grid; smaller cells label every second (third, ...) row.
 
-`TokenLines` - query tokens on the left, key tokens on the right, a line for every weight
-(opacity and width = weight), like BertViz's head view; hover or click a query token to see only
-its lines. `tl.set_data(weights (Tq, Tk), query_tokens, key_tokens=None)`; `tl.selected` is the
-clicked query (-1 = all) and syncs back from the browser.
+Token lines (token_lines.py) and charts (chart.py) are the other canvas views; all three share
+zoom, export and pictures through `CanvasView` (canvas.py).
 
-Browser tests: the widget root has the class `ac-heatmap` / `ac-token-lines` plus any classes
+Browser tests: the widget root has the class `ac-heatmap` plus any classes
 added with add_class, its `data-redraws` attribute counts the redraws, `data-draw-ms` times the
 last one, and `data-layout` (JSON) holds the last layout: cell, labelStep, labelPx, gridLeft,
 gridTop, gridBottom, barX, barTop, barH, width, height (px). `heatmapLayout` in
@@ -53,13 +51,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import anywidget
 import numpy as np
 import traitlets as t
 
 from .arrays import ARRAY, check_labels, color_limits, to_numpy
-from .export import Exportable
-from .style import CELL_MAX, CELL_MIN, COLORMAPS, DEFAULT_CMAP, STATIC, css, esm
+from .canvas import CanvasView
+from .style import CELL_MAX, CELL_MIN, COLORMAPS, DEFAULT_CMAP, css, esm
 
 CSV_HEADER = (
     "panel",
@@ -91,7 +88,7 @@ def auto_cell_size(panel_size: int, rows: int, cols: int) -> int:
     return max(CELL_MIN, min(panel_size // max(rows, cols, 1), CELL_MAX))
 
 
-class Heatmap(Exportable, anywidget.AnyWidget):
+class Heatmap(CanvasView):
     """A heatmap (or a grid of them) drawn on a canvas in the browser; see the module docstring.
 
     Args:
@@ -100,8 +97,6 @@ class Heatmap(Exportable, anywidget.AnyWidget):
     """
 
     _esm = esm("heatmap")
-    _css = STATIC / "heatmap.css"
-    _kind = t.Unicode("heatmap").tag(sync=True)
 
     values = t.Any(None, allow_none=True).tag(**ARRAY)  # float32 (P, R, C)
     masked = t.Any(None, allow_none=True).tag(**ARRAY)  # bool (P, R, C), True = masked
@@ -124,7 +119,6 @@ class Heatmap(Exportable, anywidget.AnyWidget):
     highlight_row = t.Int(-1).tag(sync=True)
     clickable = t.Bool(False).tag(sync=True)
     digits = t.Int(2, min=0, max=6).tag(sync=True)
-    zoom = t.Float(1.0, min=0.25, max=4.0).tag(sync=True)
 
     def __init__(
         self, values: Any = None, masked: Any = None, fully_masked: Any = None, **traits: Any

@@ -1,9 +1,10 @@
 """The one source of the views' colours, sizes and fonts, for Python, matplotlib and the browser.
 
-The canvas code (static/*.js) never spells a colour itself: `js_style()` is inlined into the
-JavaScript when a view is created, so the browser and a matplotlib export draw with the same
-numbers. The colour tables are matplotlib's colormaps sampled at 33 evenly spaced points (the
-browser interpolates linearly between them); a test checks them against matplotlib.
+The canvas code (static/*.js) never spells a colour itself: `js_style()` is written into each
+view's ES module (`esm()`) and reaches the view's file as `common.STYLE`, so the browser and a
+matplotlib export draw with the same numbers. The colour tables are matplotlib's colormaps
+sampled at 33 evenly spaced points (the browser interpolates linearly between them); a test
+checks them against matplotlib.
 """
 
 from __future__ import annotations
@@ -122,6 +123,12 @@ def js_style() -> dict:
 
 @cache
 def esm(name: str) -> str:
-    """The ES module of a view: the style, the shared canvas helpers, then static/<name>.js."""
-    style = f"const STYLE = {json.dumps(js_style())};\n"
-    return style + (STATIC / "common.js").read_text() + (STATIC / f"{name}.js").read_text()
+    """The ES module of the canvas view static/<name>.js, with the views' shared code.
+
+    One module string, no build step: static/common.js (which defines `makeCommon(STYLE)`),
+    then `const common = makeCommon(<js_style() as JSON>);`, then the view's file, which takes
+    every shared name it uses from `common` in its first statement.
+    """
+    shared = (STATIC / "common.js").read_text()
+    own = (STATIC / f"{name}.js").read_text()
+    return f"{shared}\nconst common = makeCommon({json.dumps(js_style())});\n\n{own}"

@@ -1,8 +1,8 @@
 """TokenLines: query tokens on the left, key tokens on the right, a line for every weight.
 
 Opacity and width follow the weight, like BertViz's head view; hover or click a query token
-to see only its lines. Drawn by the `lines` kind of static/heatmap.js, on the same canvas
-helpers as the heatmap.
+to see only its lines (arrow keys move the selection, Escape clears it). Drawn by
+static/token_lines.js on the canvas views' shared code (canvas.py: CanvasView).
 
     tl = TokenLines(weights, query_tokens, key_tokens, title="head 0")
     tl.selected      # the clicked query (-1 = all); syncs back from the browser
@@ -13,27 +13,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import anywidget
 import numpy as np
 import traitlets as t
 
 from .arrays import ARRAY, check_labels, to_numpy
-from .export import Exportable
-from .style import STATIC, css, esm
+from .canvas import CanvasView
+from .style import css, esm
 
 
-class TokenLines(Exportable, anywidget.AnyWidget):
+class TokenLines(CanvasView):
     """Lines from each query token to each key token, opacity and width = attention weight.
 
     Args:
         weights: optional initial (Tq, Tk) weights.
         query_tokens: Tq strings; key_tokens: Tk strings (default: the query tokens).
-        **traits: title, color (a CSS colour), selected (query index, -1 = all).
+        **traits: title, color (a CSS colour), selected (query index, -1 = all), zoom.
     """
 
-    _esm = esm("heatmap")
-    _css = STATIC / "heatmap.css"
-    _kind = t.Unicode("lines").tag(sync=True)
+    _esm = esm("token_lines")
 
     weights = t.Any(None, allow_none=True).tag(**ARRAY)  # float32 (Tq, Tk)
     masked = t.Any(None, allow_none=True).tag(**ARRAY)  # bool (Tq, Tk)

@@ -2,6 +2,12 @@
 // axes, nice ticks, optional log scales, markers, a legend and a hover tooltip. Non-finite
 // values arrive as null and are drawn as gaps. The trait changes of one message are coalesced
 // into one redraw (common.js: wire), and render() returns the clean-up, like heatmap.js.
+
+// `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
+const { STYLE, setupCanvas, wire, textAlternative, SR_ROWS } = common;
+const FONT = STYLE.font;
+const TEXT = STYLE.text;
+
 function niceTicks(lo, hi, n) {
   const span = hi - lo;
   if (!(span > 0)) return [lo];
@@ -52,7 +58,7 @@ function render({ model, el }) {
 
   function draw() {
     const W = model.get("width"), H = model.get("height");
-    const zoom = model.get("zoom") || 1; // a trait only in presenter mode (explorers/base.py)
+    const zoom = model.get("zoom") || 1;
     const { ctx } = setupCanvas(canvas, W, H, zoom);
     title.textContent = model.get("title");
     title.style.fontSize = `${12 * zoom}px`;

@@ -1,18 +1,157 @@
-// Canvas views drawn in the browser from synced numbers (no kernel-side rendering):
-//   kind "heatmap": one matrix or a grid of small multiples, colour bar, tooltips, clicks;
-//   kind "lines":   tokens on two sides joined by lines whose opacity and width follow weights.
+// The heatmap view (widgets/views/heatmap.py), drawn in the browser from synced numbers: one
+// matrix or a grid of small multiples, a colour bar, tooltips, clicks and arrow keys.
 // Arrays arrive as {shape, dtype, buffer: DataView} (binary buffers, so -inf and NaN survive).
 // Each redraw increments data-redraws on the root element so browser tests can wait for it.
 
-// ------------------------------------------------------------------------------------------
-// Heatmap
-
+// `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
+const {
+  STYLE, VIEW_TITLE_FONT, readArray, formatValue, formatPrecise, setupCanvas, wire,
+  focusableCanvas, drawTitle, textAlternative, matrixText,
+} = common;
+const FONT = STYLE.font;
+const TITLE_FONT = STYLE.titleFont;
+const TEXT = STYLE.text;
+const FULLY_MASKED_FACE = STYLE.fullyMaskedFace;
 const LABEL_FONT_MAX = STYLE.labelFontMax; // px; labels shrink towards LABEL_FONT_MIN
-const LABEL_FONT_MIN = STYLE.labelledCellMin; // below this a label cannot be read: label every other row instead
+// below LABEL_FONT_MIN a label cannot be read: label every other row instead
+const LABEL_FONT_MIN = STYLE.labelledCellMin;
 const BAR_W = STYLE.barW; // colour bar width, px
 // A heatmap that shrinks much keeps its larger canvas while the learner moves a slider, and
 // fits it this long after the last change (common.js: setupCanvas).
 const FIT_DELAY_MS = 700;
+
+// ------------------------------------------------------------------------------------------
+// Colour: the colour tables of style.py, the hatching of masked cells, the colour bar's strip
+
+const lutCache = {};
+function lut(name) {
+  if (!lutCache[name]) {
+    const hex = STYLE.lutHex[name] || STYLE.lutHex.viridis;
+    const n = hex.length / 6;
+    const table = new Uint8Array(n * 3);
+    for (let i = 0; i < n * 3; i++) table[i] = parseInt(hex.substr(2 * i, 2), 16);
+    lutCache[name] = table;
+  }
+  return lutCache[name];
+}
+
+// t in [0, 1] -> [r, g, b]
+function colourAt(table, t) {
+  const out = [0, 0, 0];
+  writeColour(table, t, out, 0);
+  return out;
+}
+
+// The same colour as colourAt, written into out[o..o+2] without allocating (the hot path:
+// one call per cell per redraw).
+function writeColour(table, t, out, o) {
+  const n = table.length / 3 - 1;
+  const x = (t < 0 ? 0 : t > 1 ? 1 : t) * n;
+  let i = Math.floor(x);
+  if (i > n - 1) i = n - 1;
+  const f = x - i;
+  const g = 1 - f;
+  const j = 3 * i;
+  out[o] = Math.round(table[j] * g + table[j + 3] * f);
+  out[o + 1] = Math.round(table[j + 1] * g + table[j + 4] * f);
+  out[o + 2] = Math.round(table[j + 2] * g + table[j + 5] * f);
+}
+
+// The colour map sampled at PACKED_STEPS evenly spaced t, each colour as the four bytes
+// (r, g, b, 255) of one pixel read as a 32-bit word: a cell's colour is then one table read
+// and one write into a Uint32Array view of an ImageData (byte order is kept both ways).
+// Between samples t moves by 1/4095, under a hundredth of a step of the 33-colour tables, so
+// a channel differs from colourAt(t) by at most 1 (tests/browser/test_heatmap_canvas.py).
+const PACKED_STEPS = 4096;
+const packedCache = {};
+function packedLut(name) {
+  if (!packedCache[name]) {
+    const table = lut(name);
+    const bytes = new Uint8ClampedArray(4 * PACKED_STEPS);
+    for (let k = 0; k < PACKED_STEPS; k++) {
+      writeColour(table, k / (PACKED_STEPS - 1), bytes, 4 * k);
+      bytes[4 * k + 3] = 255;
+    }
+    packedCache[name] = new Uint32Array(bytes.buffer);
+  }
+  return packedCache[name];
+}
+
+// The pattern lives in user space (the context is already scaled by devicePixelRatio).
+// The tile is built once per page; a pattern is cheap to make from it for each context.
+let hatchTile = null;
+function hatchPattern(ctx) {
+  if (!hatchTile) {
+    const s = 6;
+    const c = document.createElement("canvas");
+    c.width = s;
+    c.height = s;
+    const g = c.getContext("2d");
+    g.fillStyle = STYLE.maskedFace;
+    g.fillRect(0, 0, s, s);
+    g.strokeStyle = STYLE.maskedHatch;
+    g.lineWidth = 1;
+    g.beginPath();
+    // one diagonal plus the two corner pieces, so tiles join into continuous lines
+    g.moveTo(0, s);
+    g.lineTo(s, 0);
+    g.moveTo(-1, 1);
+    g.lineTo(1, -1);
+    g.moveTo(s - 1, s + 1);
+    g.lineTo(s + 1, s - 1);
+    g.stroke();
+    hatchTile = c;
+  }
+  return ctx.createPattern(hatchTile, "repeat");
+}
+
+// The colour bar's gradient, one pixel per row (top = 1, bottom = 0), built once per colormap
+// and height: drawn with one drawImage instead of a fillRect (and a colour string) per row.
+const barCache = new Map();
+function colourbarStrip(name, table, h) {
+  const key = `${name}:${h}`;
+  let strip = barCache.get(key);
+  if (!strip) {
+    strip = document.createElement("canvas");
+    strip.width = 1;
+    strip.height = h;
+    const g = strip.getContext("2d");
+    const img = g.createImageData(1, h);
+    for (let i = 0; i < h; i++) {
+      const [r, gg, b] = colourAt(table, 1 - i / Math.max(h - 1, 1));
+      img.data.set([r, gg, b, 255], 4 * i);
+    }
+    g.putImageData(img, 0, 0);
+    if (barCache.size > 64) barCache.clear();
+    barCache.set(key, strip);
+  }
+  return strip;
+}
+
+// ------------------------------------------------------------------------------------------
+// Layout
+
+// Whether any element of a typed array is non-zero: a plain loop, where
+// TypedArray.prototype.some would call a function per element (16 K of them in the masks of
+// a 64-token explorer's panels, every redraw).
+function anyNonZero(a) {
+  for (let i = 0; i < a.length; i++) if (a[i] !== 0) return true;
+  return false;
+}
+
+// measureText per font and text, kept across redraws: the labels rarely change between them.
+const widthCache = new Map();
+function measureCached(ctx, font, text) {
+  const key = `${font}\u0000${text}`;
+  let w = widthCache.get(key);
+  if (w === undefined) {
+    if (ctx.font !== font) ctx.font = font;
+    w = ctx.measureText(text).width;
+    if (widthCache.size > 4096) widthCache.clear();
+    widthCache.set(key, w);
+  }
+  return w;
+}
 
 function labelFont(px) {
   return `${px}px sans-serif`;
@@ -79,7 +218,7 @@ export function heatmapLayout(spec, measure) {
   const barW = showBar || legend.length ? 70 + (legend.length ? 40 : 0) : 0;
   let width = gridsW + (barW ? 18 + barW : 0);
   // Titles may be wider than their grids: widen the canvas rather than clip them.
-  if (title) width = Math.max(width, Math.ceil(measure("bold 13px sans-serif", title)) + 4);
+  if (title) width = Math.max(width, Math.ceil(measure(VIEW_TITLE_FONT, title)) + 4);
   for (let p = 0; p < P && titles.length; p++) {
     const need = panels[p].x + Math.ceil(measure(TITLE_FONT, titles[p] || "")) + 4;
     width = Math.max(width, need);
@@ -95,6 +234,9 @@ export function heatmapLayout(spec, measure) {
     barTicks, legend, legendTop, gridTop, gridBottom,
   };
 }
+
+// ------------------------------------------------------------------------------------------
+// Labels
 
 // Row and column labels, drawn once into a strip and copied onto every panel and redraw that
 // shows the same labels in the same size: a slider move redraws seven panels and most moves
@@ -121,7 +263,7 @@ function drawRowLabels(ctx, g, x, y) {
 
 // Column labels, a quarter turn anticlockwise, above a grid whose left edge is at `x` and whose
 // top is at `y + g.colLabelH` (the matrix of scale(dpr) . translate . rotate(-pi / 2), set
-// directly). Leaves the transform rotated: the caller resets it.
+// directly), then the transform back to scale(dpr).
 function drawColLabels(ctx, g, x, y, dpr) {
   ctx.fillStyle = TEXT;
   ctx.font = labelFont(g.labelPx);
@@ -134,6 +276,7 @@ function drawColLabels(ctx, g, x, y, dpr) {
     ctx.setTransform(cos, sin, -sin, cos, (x + (c + 0.5) * g.cell) * dpr, top);
     ctx.fillText(g.colLabels[c], 0, 0, g.colLabelH - 6);
   }
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
 }
 
 // The strip of `kind` ("rows" or "cols") for layout `g` at `dpr`: {canvas, width, height, pad}
@@ -163,6 +306,148 @@ function labelStrip(kind, g, dpr) {
   return strip;
 }
 
+// The row labels (`kind` "rows") left of a grid whose top is at `y`, in a column whose left is
+// at `x`; or the column labels ("cols") above a grid whose left is at `x`, in a band whose top
+// is at `y`: the strip copied where it lands on whole device pixels, else the text drawn there.
+function drawLabels(ctx, kind, g, x, y, dpr) {
+  const rows = kind === "rows";
+  const strip = labelStrip(kind, g, dpr);
+  const sx = rows ? x : x - strip.pad;
+  const sy = rows ? y - strip.pad : y;
+  if (onPixels(sx, dpr) && onPixels(sy, dpr)) {
+    ctx.drawImage(strip.canvas, sx, sy, strip.width, strip.height);
+  } else if (rows) drawRowLabels(ctx, g, x, y);
+  else drawColLabels(ctx, g, x, y, dpr);
+}
+
+// Panel p's title and the labels of its rows and columns (where the layout gives it them).
+function drawPanelLabels(ctx, g, pan, p, dpr) {
+  ctx.fillStyle = TEXT;
+  if (g.titles.length) {
+    ctx.font = TITLE_FONT;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "top";
+    ctx.fillText(g.titles[p] || "", pan.x, pan.titleY + 1);
+  }
+  if (pan.rowLabels && g.rowLabelW) drawLabels(ctx, "rows", g, pan.x - g.rowLabelW, pan.y, dpr);
+  if (pan.colLabels && g.colLabelH) drawLabels(ctx, "cols", g, pan.x, pan.y - g.colLabelH, dpr);
+}
+
+// ------------------------------------------------------------------------------------------
+// Drawing
+
+// The colour bar (colormap `name`, from lo at the bottom to hi at the top), its ticks and
+// label, and below it the legend of masked cells and rows with no keys.
+function drawColourbar(ctx, g, name, table, lo, hi, label, pattern) {
+  let y = g.barTop;
+  const x = g.barX;
+  if (g.showBar) {
+    if (g.barH > 0) {
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(colourbarStrip(name, table, g.barH), x, y, BAR_W, g.barH);
+    }
+    ctx.strokeStyle = "#888";
+    ctx.lineWidth = 1;
+    // the same outline as the grid's: 1 px outside, so bar and grid share top and bottom
+    ctx.strokeRect(x - 0.5, y - 0.5, BAR_W + 1, g.barH + 1);
+    ctx.font = FONT;
+    ctx.fillStyle = TEXT;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    // One number format for all ticks, chosen from the spacing between them.
+    const n = g.barTicks;
+    const step = (hi - lo) / n;
+    const digits = Math.min(Math.max(2 - Math.floor(Math.log10(step || 1)), 0), 6);
+    for (let t = 0; t <= n; t++) {
+      let v = hi - step * t;
+      if (Math.abs(v) < step * 1e-6) v = 0;
+      const ty = y + ((g.barH - 1) * t) / n;
+      ctx.fillRect(x + BAR_W, ty, 3, 1);
+      const a = Math.abs(v);
+      const text = a >= 1e5 ? v.toExponential(1) : v.toFixed(digits);
+      // keep the end labels inside the canvas when the grid starts at its top
+      ctx.fillText(text, x + BAR_W + 5, Math.min(Math.max(ty, 6), g.height - 6));
+    }
+    if (label) {
+      ctx.save();
+      ctx.translate(x - 4, y + g.barH / 2);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      ctx.fillText(label, 0, 0);
+      ctx.restore();
+    }
+  }
+  y = g.legendTop;
+  for (const item of g.legend) {
+    ctx.fillStyle = item === "masked" ? pattern : FULLY_MASKED_FACE;
+    ctx.fillRect(x, y, 12, 12);
+    ctx.strokeStyle = "#888";
+    ctx.strokeRect(x - 0.5, y - 0.5, 13, 13);
+    ctx.fillStyle = TEXT;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    ctx.font = FONT;
+    ctx.fillText(item === "masked" ? "masked" : "no keys", x + 17, y + 6);
+    y += 18;
+  }
+}
+
+// A heatmap's cells as one offscreen image, one pixel per cell and the panels stacked
+// vertically: filled in one pass and put once, then each panel's part scaled up without
+// smoothing. It only grows: a move that changes the shape (seq_len, d_k, heads) reuses it, its
+// top-left C x rows corner, instead of allocating a canvas and an image again (about 1 ms a
+// 64-token update of seven panels, measured). `paint` returns whether any cell is hidden (masked
+// or not finite: drawn hatched); `hidden` then holds 1 for each such cell.
+function cellImage() {
+  const canvas = document.createElement("canvas");
+  const offCtx = canvas.getContext("2d");
+  let img = null; // canvas's ImageData, reused while the shape stays
+  let pixels = null; // img's pixels as 32-bit words (r, g, b, a bytes each)
+  const cells = { canvas, hidden: null, paint };
+
+  // `vals` and `msk`: rows x C values and mask bytes (msk may be null); `packed`: packedLut's
+  // colours for lo .. lo + span.
+  function paint(vals, msk, rows, C, packed, lo, span) {
+    if (canvas.width < C || canvas.height < rows) {
+      canvas.width = Math.max(canvas.width, C);
+      canvas.height = Math.max(canvas.height, rows);
+      img = null;
+    }
+    if (!img) {
+      img = offCtx.createImageData(canvas.width, canvas.height);
+      pixels = new Uint32Array(img.data.buffer);
+    }
+    if (!cells.hidden || cells.hidden.length < rows * C) cells.hidden = new Uint8Array(rows * C);
+    const hiddenCells = cells.hidden;
+    // One pass: each cell's colour (white where not finite), and whether it is hatched.
+    const white = 0xffffffff; // all four bytes 255: white, opaque, in either byte order
+    const top = PACKED_STEPS - 1;
+    const toStep = top / span;
+    const stride = img.width; // pixels per row of the image, >= C
+    let anyHidden = false;
+    for (let row = 0, i = 0; row < rows; row++) {
+      for (let c = 0, px = row * stride; c < C; c++, i++, px++) {
+        const v = vals[i];
+        const finite = v - v === 0; // false for NaN and +-Infinity
+        if (finite) {
+          const s = (v - lo) * toStep;
+          pixels[px] = packed[s <= 0 ? 0 : s >= top ? top : (s + 0.5) | 0];
+        } else pixels[px] = white;
+        const hidden = !finite || (msk !== null && msk[i] !== 0);
+        hiddenCells[i] = hidden ? 1 : 0;
+        anyHidden = anyHidden || hidden;
+      }
+    }
+    offCtx.putImageData(img, 0, 0, 0, 0, C, rows);
+    return anyHidden;
+  }
+  return cells;
+}
+
+// ------------------------------------------------------------------------------------------
+// The view: draws on every change of these traits, and answers the pointer and the keys
+
 const HEATMAP_KEYS = [
   "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
   "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
@@ -186,11 +471,7 @@ function renderHeatmap({ model, el }) {
   let cursor = null; // keyboard focus cell {panel,row,col}
   let state = null;
   let lastHover = null;
-  const off = document.createElement("canvas"); // one pixel per cell, reused across draws
-  const offCtx = off.getContext("2d");
-  let img = null; // off's ImageData, reused while the shape stays
-  let pixels = null; // img's pixels as 32-bit words (r, g, b, a bytes each)
-  let hiddenCells = null; // 1 where a cell is masked or not finite (hatched)
+  const cells = cellImage(); // one pixel per cell, reused across draws
   const rgb = [0, 0, 0];
 
   function read() {
@@ -257,7 +538,8 @@ function renderHeatmap({ model, el }) {
     }
     geom = g;
     ctx.clearRect(0, 0, g.width, g.height);
-    const table = lut(model.get("colormap"));
+    const colormap = model.get("colormap");
+    const table = lut(colormap);
     const [lo, hi] = limits;
     const span = hi > lo ? hi - lo : 1;
     const { P, R, C, cell } = g;
@@ -268,62 +550,21 @@ function renderHeatmap({ model, el }) {
     const showNumbers = model.get("show_numbers") && cell >= 16;
     const digits = model.get("digits");
 
-    if (g.title) {
-      ctx.font = "bold 13px sans-serif";
-      ctx.fillStyle = TEXT;
-      ctx.textBaseline = "top";
-      ctx.textAlign = "left";
-      ctx.fillText(g.title, 0, 2);
-    }
-    // One offscreen image (one pixel per cell, the panels stacked vertically), filled in one
-    // pass and put once, then each panel's part scaled up without smoothing. It only grows:
-    // a move that changes the shape (seq_len, d_k, heads) reuses it, its top-left C x P*R
-    // corner, instead of allocating a canvas and an image again (about 1 ms a 64-token
-    // update of seven panels, measured).
-    if (off.width < C || off.height < P * R) {
-      off.width = Math.max(off.width, C);
-      off.height = Math.max(off.height, P * R);
-      img = null;
-    }
-    if (!img) {
-      img = offCtx.createImageData(off.width, off.height);
-      pixels = new Uint32Array(img.data.buffer);
-    }
-    if (!hiddenCells || hiddenCells.length < P * R * C) hiddenCells = new Uint8Array(P * R * C);
-    // One pass: each cell's colour (white where not finite), and whether it is hatched.
-    const packed = packedLut(model.get("colormap"));
-    const white = 0xffffffff; // all four bytes 255: white, opaque, in either byte order
-    const top = PACKED_STEPS - 1;
-    const toStep = top / span;
-    const stride = img.width; // pixels per row of the image, >= C
-    let anyHidden = false;
-    for (let row = 0, i = 0; row < P * R; row++) {
-      for (let c = 0, px = row * stride; c < C; c++, i++, px++) {
-        const v = vals[i];
-        const finite = v - v === 0; // false for NaN and +-Infinity
-        if (finite) {
-          const s = (v - lo) * toStep;
-          pixels[px] = packed[s <= 0 ? 0 : s >= top ? top : (s + 0.5) | 0];
-        } else pixels[px] = white;
-        const hidden = !finite || (msk !== null && msk[i] !== 0);
-        hiddenCells[i] = hidden ? 1 : 0;
-        anyHidden = anyHidden || hidden;
-      }
-    }
-    offCtx.putImageData(img, 0, 0, 0, 0, C, P * R);
+    if (g.title) drawTitle(ctx, g.title);
+    const anyHidden = cells.paint(vals, msk, P * R, C, packedLut(colormap), lo, span);
     ctx.imageSmoothingEnabled = false;
     const hr = model.get("highlight_row");
     for (let p = 0; p < P; p++) {
       const pan = g.panels[p];
       const base = p * R * C;
-      ctx.drawImage(off, 0, p * R, C, R, pan.x, pan.y, C * cell, R * cell);
+      ctx.drawImage(cells.canvas, 0, p * R, C, R, pan.x, pan.y, C * cell, R * cell);
       // Masked (and non-finite) cells: hatched, merged into runs along each row.
       ctx.fillStyle = pattern;
       for (let r = 0; r < R && anyHidden; r++) {
         if (full && full[p * R + r]) continue;
         let start = -1;
         for (let c = 0; c <= C; c++) {
-          const hidden = c < C && hiddenCells[base + r * C + c] === 1;
+          const hidden = c < C && cells.hidden[base + r * C + c] === 1;
           if (hidden && start < 0) start = c;
           if (!hidden && start >= 0) {
             ctx.fillRect(pan.x + start * cell, pan.y + r * cell, (c - start) * cell, cell);
@@ -368,7 +609,7 @@ function renderHeatmap({ model, el }) {
         ctx.strokeStyle = "#fff";
         ctx.strokeRect(pan.x + 0.5, pan.y + hr * cell + 0.5, C * cell - 1, cell - 1);
       }
-      drawLabels(ctx, g, pan, p, dpr);
+      drawPanelLabels(ctx, g, pan, p, dpr);
     }
     if (cursor && cursor.panel < P && cursor.row < R && cursor.col < C) {
       const pan = g.panels[cursor.panel];
@@ -378,7 +619,7 @@ function renderHeatmap({ model, el }) {
       ctx.strokeRect(pan.x + cursor.col * cell + 1, pan.y + cursor.row * cell + 1, cell - 2, cell - 2);
       ctx.setLineDash([]);
     }
-    drawColourbar(ctx, g, table, lo, hi, pattern);
+    drawColourbar(ctx, g, colormap, table, lo, hi, model.get("colorbar_label"), pattern);
     // for browser tests: where the grids, labels and colour bar went
     const exposed = JSON.stringify({
       cell, labelStep: g.labelStep, labelPx: g.labelPx, gridLeft: g.panels[0].x,
@@ -397,91 +638,6 @@ function renderHeatmap({ model, el }) {
                         st.masked ? st.masked.data : null);
     });
     finish();
-  }
-
-  function drawLabels(ctx, g, pan, p, dpr) {
-    ctx.fillStyle = TEXT;
-    if (g.titles.length) {
-      ctx.font = TITLE_FONT;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "top";
-      ctx.fillText(g.titles[p] || "", pan.x, pan.titleY + 1);
-    }
-    if (pan.rowLabels && g.rowLabelW) {
-      const strip = labelStrip("rows", g, dpr);
-      const x = pan.x - g.rowLabelW;
-      const y = pan.y - strip.pad;
-      if (onPixels(x, dpr) && onPixels(y, dpr)) {
-        ctx.drawImage(strip.canvas, x, y, strip.width, strip.height);
-      } else drawRowLabels(ctx, g, x, y + strip.pad);
-    }
-    if (pan.colLabels && g.colLabelH) {
-      const strip = labelStrip("cols", g, dpr);
-      const x = pan.x - strip.pad;
-      const y = pan.y - g.colLabelH;
-      if (onPixels(x, dpr) && onPixels(y, dpr)) {
-        ctx.drawImage(strip.canvas, x, y, strip.width, strip.height);
-      } else {
-        drawColLabels(ctx, g, x + strip.pad, y, dpr);
-        ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      }
-    }
-  }
-
-  function drawColourbar(ctx, g, table, lo, hi, pattern) {
-    let y = g.barTop;
-    const x = g.barX;
-    if (g.showBar) {
-      const label = model.get("colorbar_label");
-      if (g.barH > 0) {
-        ctx.imageSmoothingEnabled = false;
-        ctx.drawImage(colourbarStrip(model.get("colormap"), table, g.barH), x, y, BAR_W, g.barH);
-      }
-      ctx.strokeStyle = "#888";
-      ctx.lineWidth = 1;
-      // the same outline as the grid's: 1 px outside, so bar and grid share top and bottom
-      ctx.strokeRect(x - 0.5, y - 0.5, BAR_W + 1, g.barH + 1);
-      ctx.font = FONT;
-      ctx.fillStyle = TEXT;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      // One number format for all ticks, chosen from the spacing between them.
-      const n = g.barTicks;
-      const step = (hi - lo) / n;
-      const digits = Math.min(Math.max(2 - Math.floor(Math.log10(step || 1)), 0), 6);
-      for (let t = 0; t <= n; t++) {
-        let v = hi - step * t;
-        if (Math.abs(v) < step * 1e-6) v = 0;
-        const ty = y + ((g.barH - 1) * t) / n;
-        ctx.fillRect(x + BAR_W, ty, 3, 1);
-        const a = Math.abs(v);
-        const text = a >= 1e5 ? v.toExponential(1) : v.toFixed(digits);
-        // keep the end labels inside the canvas when the grid starts at its top
-        ctx.fillText(text, x + BAR_W + 5, Math.min(Math.max(ty, 6), g.height - 6));
-      }
-      if (label) {
-        ctx.save();
-        ctx.translate(x - 4, y + g.barH / 2);
-        ctx.rotate(-Math.PI / 2);
-        ctx.textAlign = "center";
-        ctx.textBaseline = "bottom";
-        ctx.fillText(label, 0, 0);
-        ctx.restore();
-      }
-    }
-    y = g.legendTop;
-    for (const item of g.legend) {
-      ctx.fillStyle = item === "masked" ? pattern : FULLY_MASKED_FACE;
-      ctx.fillRect(x, y, 12, 12);
-      ctx.strokeStyle = "#888";
-      ctx.strokeRect(x - 0.5, y - 0.5, 13, 13);
-      ctx.fillStyle = TEXT;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      ctx.font = FONT;
-      ctx.fillText(item === "masked" ? "masked" : "no keys", x + 17, y + 6);
-      y += 18;
-    }
   }
 
   function finish() {
@@ -577,152 +733,4 @@ function renderHeatmap({ model, el }) {
   };
 }
 
-// ------------------------------------------------------------------------------------------
-// Token lines (query tokens on the left, key tokens on the right)
-
-const LINES_KEYS = [
-  "weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color", "zoom",
-];
-
-function renderLines({ model, el }) {
-  const { root, canvas } = focusableCanvas("ac-tl");
-  root.append(canvas);
-  el.append(root);
-  const describeLater = textAlternative(root, canvas);
-  let redraws = 0;
-  let geom = null;
-  let hover = -1;
-
-  function draw() {
-    const w = readArray(model.get("weights"));
-    const qt = model.get("query_tokens") || [];
-    const kt = model.get("key_tokens") || [];
-    const title = model.get("title") || "";
-    const probe = canvas.getContext("2d");
-    probe.font = "13px sans-serif";
-    const Tq = w ? w.shape[w.shape.length - 2] : 0;
-    const Tk = w ? w.shape[w.shape.length - 1] : 0;
-    const rowH = Math.max(Tq, Tk) > 32 ? 14 : 20;
-    const leftW = Math.min(textWidth(probe, qt), 140) + 12;
-    const rightW = Math.min(textWidth(probe, kt), 140) + 12;
-    const gapW = 150;
-    const titleH = title ? 22 : 0;
-    const width = leftW + gapW + rightW + 4;
-    const height = titleH + Math.max(Tq, Tk, 1) * rowH + 8;
-    const zoom = model.get("zoom") || 1; // a trait only in presenter mode (explorers/base.py)
-    const { ctx } = setupCanvas(canvas, width, height, zoom);
-    geom = { rowH, titleH, leftW, gapW, Tq, Tk, zoom };
-    ctx.clearRect(0, 0, width, height);
-    const colour = model.get("color") || "#1f77b4";
-    if (title) {
-      ctx.font = "bold 13px sans-serif";
-      ctx.fillStyle = TEXT;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "top";
-      ctx.fillText(title, 0, 2);
-    }
-    const active = hover >= 0 ? hover : model.get("selected");
-    const y = (i) => titleH + (i + 0.5) * rowH + 4;
-    const x1 = leftW;
-    const x2 = leftW + gapW;
-    if (w) {
-      const m = readArray(model.get("masked"));
-      ctx.strokeStyle = colour;
-      ctx.lineCap = "round";
-      for (let i = 0; i < Tq; i++) {
-        if (active >= 0 && i !== active) continue;
-        for (let j = 0; j < Tk; j++) {
-          const k = i * Tk + j;
-          const v = w.data[k];
-          if (!(v > 0) || (m && m.data[k])) continue;
-          ctx.globalAlpha = Math.min(1, v);
-          ctx.lineWidth = 1 + 4 * v;
-          ctx.beginPath();
-          ctx.moveTo(x1, y(i));
-          ctx.lineTo(x2, y(j));
-          ctx.stroke();
-        }
-      }
-      ctx.globalAlpha = 1;
-      // Key tokens shaded by the active query's weights.
-      if (active >= 0 && active < Tq) {
-        for (let j = 0; j < Tk; j++) {
-          const v = w.data[active * Tk + j];
-          if (!(v > 0)) continue;
-          ctx.globalAlpha = Math.min(1, v) * 0.6;
-          ctx.fillStyle = colour;
-          ctx.fillRect(x2 + 2, y(j) - rowH / 2 + 1, rightW - 4, rowH - 2);
-        }
-        ctx.globalAlpha = 0.25;
-        ctx.fillStyle = colour;
-        ctx.fillRect(0, y(active) - rowH / 2 + 1, leftW - 4, rowH - 2);
-        ctx.globalAlpha = 1;
-      }
-    }
-    ctx.font = `${rowH > 14 ? 13 : 11}px sans-serif`;
-    ctx.fillStyle = TEXT;
-    ctx.textBaseline = "middle";
-    ctx.textAlign = "right";
-    qt.slice(0, Tq).forEach((t, i) => ctx.fillText(t, leftW - 6, y(i), leftW - 8));
-    ctx.textAlign = "left";
-    kt.slice(0, Tk).forEach((t, j) => ctx.fillText(t, x2 + 6, y(j), rightW - 8));
-    const name = title || "attention lines";
-    canvas.setAttribute("aria-label", `${name}: ${Tq} query tokens, ${Tk} key tokens`);
-    if (w) {
-      const m = readArray(model.get("masked"));
-      describeLater(() => matrixText(`${name}, weights`, w.data, 0, Tq, Tk, qt, kt,
-                                     m ? m.data : null));
-    }
-    redraws += 1;
-    el.dataset.redraws = String(redraws);
-    root.dataset.redraws = String(redraws);
-  }
-
-  function queryAt(evt) {
-    if (!geom) return -1;
-    const rect = canvas.getBoundingClientRect();
-    const x = (evt.clientX - rect.left) / geom.zoom;
-    const yy = (evt.clientY - rect.top) / geom.zoom - geom.titleH - 4;
-    const i = Math.floor(yy / geom.rowH);
-    return x < geom.leftW && i >= 0 && i < geom.Tq ? i : -1;
-  }
-  const onMove = (evt) => {
-    const i = queryAt(evt);
-    if (i !== hover) {
-      hover = i;
-      draw();
-    }
-  };
-  const onLeave = () => {
-    hover = -1;
-    draw();
-  };
-  const onClick = (evt) => {
-    const i = queryAt(evt);
-    if (i >= 0) {
-      model.set("selected", model.get("selected") === i ? -1 : i);
-      model.save_changes();
-    }
-  };
-  const onKey = (evt) => {
-    if (!geom || !geom.Tq) return;
-    const s = model.get("selected");
-    let next = null;
-    if (evt.key === "ArrowDown") next = Math.min(s + 1, geom.Tq - 1);
-    if (evt.key === "ArrowUp") next = Math.max(s - 1, 0);
-    if (evt.key === "Escape") next = -1;
-    if (next !== null) {
-      evt.preventDefault();
-      model.set("selected", next);
-      model.save_changes();
-    }
-  };
-  const events = { mousemove: onMove, mouseleave: onLeave, click: onClick, keydown: onKey };
-  return wire(canvas, events, model, LINES_KEYS, draw);
-}
-
-function render({ model, el }) {
-  return model.get("_kind") === "lines" ? renderLines({ model, el }) : renderHeatmap({ model, el });
-}
-
-export default { render };
+export default { render: renderHeatmap };

@@ -1,0 +1,236 @@
+"""widgets/registry.py is the one list of explorers: everything that lists them reads it.
+
+Checked here: every entry resolves (its class from `widgets` and `widgets.explorers`, its
+module widgets/explorers/<stem>.py, its pure function in attention/explore/<stem>.py), every
+Explorer subclass of the package is registered, the gallery notebook is the one the registry
+writes, lessons/README.md and the lessons name the explorers where the registry says, and every
+explorer keeps the explorer contract (its declared controls read back into its params). Last, a
+toy explorer added in a test by its two files and one registry line gets all of that.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import re
+import sys
+from pathlib import Path
+
+import ipywidgets
+import pytest
+
+import attention.explore
+import widgets
+import widgets.explorers
+from widgets import registry
+from widgets.explorers.base import Explorer
+from widgets.views.style import css
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = ROOT / "lessons"
+ENTRIES = [pytest.param(e, id=e.name) for e in registry.EXPLORERS]
+
+
+def check_entry(e: registry.Entry) -> None:
+    """The registry line's names resolve to what it says."""
+    cls = getattr(widgets, e.name)
+    assert getattr(widgets.explorers, e.name) is cls
+    assert cls.__module__ == f"widgets.explorers.{e.stem}", (e.name, cls.__module__)
+    assert issubclass(cls, Explorer), e.name
+    explore = importlib.import_module(f"attention.explore.{e.stem}")
+    assert callable(getattr(explore, e.function)), f"attention.explore.{e.stem}.{e.function}"
+    assert re.fullmatch(r"[a-z][a-z0-9-]*", e.slug), e.slug
+    assert e.title and e.about, e.name
+
+
+def check_contract(explorer: Explorer) -> None:
+    """Each declared control, moved one step, is read back into the params; nothing fails."""
+    entry = registry.entry(type(explorer).__name__)
+    assert css(entry.slug) in explorer._dom_classes
+    assert explorer.error.message == "" and explorer.result is not None
+    assert type(explorer).CONTROLS, f"{entry.name}: declares no controls"
+    for c in type(explorer).CONTROLS:
+        w = getattr(explorer, c.field)
+        assert css(c.css_name) in w._dom_classes, (entry.name, c.field)
+        assert getattr(explorer.params, c.field) == c.read(w), (entry.name, c.field)
+        if isinstance(w, (ipywidgets.IntSlider, ipywidgets.BoundedIntText)) and w.max > w.min:
+            before = explorer.refreshes
+            w.value = w.min if w.value != w.min else w.min + 1
+            assert explorer.error.message == "", (entry.name, c.field, explorer.error.message)
+            assert explorer.refreshes == before + 1, (entry.name, c.field)
+            assert getattr(explorer.params, c.field) == w.value, (entry.name, c.field)
+
+
+@pytest.mark.parametrize("e", ENTRIES)
+def test_entry_resolves(e: registry.Entry) -> None:
+    check_entry(e)
+    assert e.function in attention.explore.__all__, (
+        f"attention.explore does not export {e.function}"
+    )
+
+
+@pytest.mark.parametrize("e", ENTRIES)
+def test_explorer_keeps_the_contract(e: registry.Entry) -> None:
+    explorer = eval(f"widgets.{e.gallery_call}", {"widgets": widgets})  # noqa: S307 - our own
+    check_contract(explorer)
+
+
+def test_every_explorer_class_is_registered() -> None:
+    found = set()
+    for info in pkgutil.iter_modules(widgets.explorers.__path__):
+        module = importlib.import_module(f"widgets.explorers.{info.name}")
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, Explorer) and name[0] != "_":
+                if obj.__module__ == module.__name__ and obj is not Explorer:
+                    found.add(name)
+    assert found == {e.name for e in registry.EXPLORERS}
+
+
+def test_public_names_come_from_the_registry() -> None:
+    names = {e.name for e in registry.EXPLORERS}
+    assert names <= set(widgets.__all__) and names <= set(widgets.explorers.__all__)
+    assert set(widgets.explorers.__all__) == names | set(registry.OTHER_PUBLIC)
+    with pytest.raises(KeyError, match="'NoSuchExplorer' is not in widgets/registry.py"):
+        registry.entry("NoSuchExplorer")
+
+
+def test_gallery_is_written_from_the_registry() -> None:
+    nb = json.loads(registry.GALLERY.read_text())
+    cells = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+    assert cells == registry.gallery_cells(), "run: python -m widgets.registry"
+    assert all(c.get("outputs", []) == [] for c in nb["cells"])
+
+
+def test_write_gallery_refuses_to_overwrite_another_notebook(tmp_path: Path) -> None:
+    other = tmp_path / "mine.ipynb"
+    other.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# my notes"}]}))
+    with pytest.raises(ValueError, match="not the explorers gallery; refusing to overwrite"):
+        registry.write_gallery(other)
+    assert "my notes" in other.read_text()
+    fresh = registry.write_gallery(tmp_path / "gallery.ipynb")
+    assert json.loads(fresh.read_text())["cells"][0]["source"][0].startswith("# The explorers")
+
+
+def _readme_rows() -> dict[int, str]:
+    rows = {}
+    for line in (LESSONS / "README.md").read_text().splitlines():
+        m = re.match(r"\| (\d+) \|", line)
+        if m:
+            rows[int(m.group(1))] = line.split("|")[-3]  # the "you explore with" column
+    return rows
+
+
+def test_lessons_readme_names_each_explorer_in_its_lesson_row() -> None:
+    rows = _readme_rows()
+    registered = {e.name: e for e in registry.EXPLORERS}
+    for number, column in rows.items():
+        for name in re.findall(r"`(\w+)`", column):
+            assert name in registered, f"lesson {number}'s row names {name}, not registered"
+            assert number in registered[name].lessons, f"{name}: lesson {number} not in its line"
+    for e in registry.EXPLORERS:
+        assert any(f"`{e.name}`" in rows[n] for n in e.lessons), f"{e.name}: in no lesson row"
+
+
+@pytest.mark.parametrize("e", ENTRIES)
+def test_each_lesson_builds_its_explorers(e: registry.Entry) -> None:
+    for number in e.lessons:
+        (path,) = LESSONS.glob(f"{number:02d}_*.ipynb")
+        source = "".join(
+            "".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )  # fmt: skip
+        assert re.search(rf"\b{e.name}\(", source), f"{path.name} does not build {e.name}"
+
+
+# --- adding an explorer: two files and one registry line ------------------------------------
+
+TOY_EXPLORE = """
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class ToyParams:
+    n: int = 3
+    sharp: bool = False
+
+
+@dataclass(frozen=True)
+class ToyExploration:
+    weights: torch.Tensor  # (1, 1, n)
+
+
+def explore_toy(params: ToyParams) -> ToyExploration:
+    scores = torch.arange(params.n, dtype=torch.float32) * (4.0 if params.sharp else 1.0)
+    return ToyExploration(torch.softmax(scores, dim=0)[None, None])
+"""
+
+TOY_EXPLORER = """
+from attention.explore.toy import ToyParams, explore_toy
+from widgets.explorers.base import Explorer
+from widgets.explorers.controls import check, slider
+from widgets.views import Heatmap
+
+
+class ToyExplorer(Explorer):
+    CONTROLS = (slider("n", 1, 8), check("sharp"))
+
+    def __init__(self, **settings):
+        start = ToyParams(**settings)
+        self.map = Heatmap(title="toy weights")
+        super().__init__(controls=self.declare(start), principal=self.map, body=[])
+        self.refresh()
+
+    def _compute(self, params):
+        return explore_toy(params)
+
+    def _draw(self, result):
+        self.map.set_data(result.weights[0])
+
+    def _views(self):
+        return {"weights": self.map}
+"""
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Two new files (the pure function, the explorer) and one registry line, undone after."""
+    (tmp_path / "explore").mkdir()
+    (tmp_path / "explorers").mkdir()
+    (tmp_path / "explore" / "toy.py").write_text(TOY_EXPLORE)
+    (tmp_path / "explorers" / "toy.py").write_text(TOY_EXPLORER)
+    monkeypatch.setattr(attention.explore, "__path__", [*attention.explore.__path__,
+                                                       str(tmp_path / "explore")])  # fmt: skip
+    monkeypatch.setattr(widgets.explorers, "__path__", [*widgets.explorers.__path__,
+                                                       str(tmp_path / "explorers")])  # fmt: skip
+    entry = registry.Entry("ToyExplorer", "toy", "explore_toy", (4,), "toy-explorer",
+                           "A toy", "One slider, one heatmap.")  # fmt: skip
+    registry.register(entry)
+    yield entry
+    registry.unregister("ToyExplorer")
+    for module in (widgets, widgets.explorers):
+        module.__dict__.pop("ToyExplorer", None)
+    for name in ("attention.explore.toy", "widgets.explorers.toy"):
+        sys.modules.pop(name, None)
+
+
+def test_a_toy_explorer_needs_two_files_and_one_registry_line(toy: registry.Entry) -> None:
+    check_entry(toy)
+    assert "ToyExplorer" in dir(widgets) and "ToyExplorer" in dir(widgets.explorers)
+    explorer = widgets.ToyExplorer(n=4)
+    check_contract(explorer)
+    explorer.sharp.value = True
+    assert explorer.params.sharp is True
+    expected = importlib.import_module("attention.explore.toy").explore_toy(explorer.params)
+    assert explorer.result == expected or bool((explorer.result.weights == expected.weights).all())
+    assert (
+        "code",
+        "toy_explorer = widgets.ToyExplorer()\ntoy_explorer",
+    ) in registry.gallery_cells()
+    with pytest.raises(ValueError, match="n: expected a value in \\[1, 8\\], got 9"):
+        widgets.ToyExplorer(n=9)  # the slider would clamp it: refused, with the range
+    with pytest.raises(ValueError, match="'ToyExplorer' is already registered"):
+        registry.register(toy)
