@@ -125,6 +125,7 @@ def _assert_view_matches(e: PositionalEncodingExplorer) -> None:
         dims=tuple(e.dims.value),
         shuffle=e.shuffle.value,
         seed=e.seed.value,
+        add_positions=e.add_positions.value,
     )
     assert e.result.params == p
     want = explore_positional(p)

@@ -264,7 +264,7 @@ def test_export_saves_each_chart_as_png_svg_and_csv(tmp_path):
     [
         ({"temperature": 50.0}, r"temperature: expected a value in \[0.1, 10\], got 50.0"),
         ({"seed": 500}, r"seed: expected a value in \[0, 99\], got 500"),
-        ({"d_k": 0}, r"d_k: expected a value in \[1, 512\], got 0"),
+        ({"d_k": 0}, r"d_k: expected an int in \[1, 512\], got 0"),  # the params refuse it first
     ],
 )
 def test_starting_values_outside_the_controls_are_refused_not_clamped(kwargs, match):

@@ -5,28 +5,19 @@ a notebook can call the function without any widget, a test can compare a widget
 the function's result for the same params, and `explorer.result` is the maths. The same params
 always give the same numbers (every random draw is seeded).
 
-    AttentionExplorer           AttentionParams  -> explore_attention     -> AttentionExploration
-    MaskExplorer                MaskParams       -> explore_mask          -> MaskExploration
-    TokenAttentionView          TokensParams -> explore_tokens  -> TokensExploration
-                                token_view(weights, tokens, head)         -> TokenView
-    ScalingExplorer             ScalingParams    -> explore_scaling       -> ScalingExploration
-    HeadsExplorer               HeadsParams      -> explore_heads         -> HeadsExploration
-    PositionalEncodingExplorer  PositionalParams -> explore_positional    -> PositionalExploration
-    ModelView                   ModelViewParams  -> explore_model_view    -> ModelViewExploration
-    HeadView                    HeadViewParams   -> explore_head_view     -> HeadViewExploration
-    NeuronView                  NeuronParams     -> explore_neuron        -> NeuronExploration
-    FlashExplorer               FlashParams      -> explore_flash         -> FlashExploration
-    KVCacheExplorer             KVCacheParams    -> explore_kv_cache      -> KVCacheExploration
-    RopeExplorer                RopeParams       -> explore_rope          -> RopeExploration
+Module attention/explore/<stem>.py feeds widgets/explorers/<stem>.py, and reads
+`<Stem>Params -> explore_<stem> -> <Stem>Exploration` (attention, mask, tokens, scaling, heads,
+positional, training, model_view, flash, kv_cache, rope); widgets/registry.py lists which
+explorer calls which function. model_view has three (explore_model_view, explore_head_view,
+explore_neuron). Results are Explorations, so none shares a name with the core's Results.
 
-Modules: attention_map, masks, tokens, scaling, heads, positional; _util holds the size limits,
-argument checks, the seeded MultiHeadAttention they share and `one_thread` (applied once, by
-the widgets' Explorer base, around every update).
-pretrained: real trained models (maps cached per text, per-head scores, losses with heads
-ablated or the mask changed, a chat answer), loaded once per kernel.
-flash_stepper, kv_cache, positions: FlashAttention's tiles step by step, key/value cache bytes
-(and `measure_decoding` on a real model), RoPE and ALiBi. windows: perplexity of SmolLM2 under
-a sliding window, with and without sink tokens, or with the wrong RoPE layout.
+_util holds the size limits, argument checks, the seeded MultiHeadAttention the explorers share
+and `one_thread` (applied once, by the widgets' Explorer base, around every update).
+model_view also holds what lesson 12 measures on the real models (maps cached per text,
+per-head scores, losses with heads ablated or the mask changed, a chat answer); kv_cache's
+`measure_decoding` times a real model; windows: perplexity of SmolLM2 under a sliding window,
+with and without sink tokens, or with the wrong RoPE layout; experiments: the longer
+experiments lessons 1, 3 and 10 run.
 """
 
 from ._util import MAX_LEN, MAX_WIDTH, one_thread
@@ -132,6 +123,7 @@ from .tokens import (
     token_view,
     tokenize,
 )
+from .training import TrainingExploration, TrainingParams, explore_training
 from .windows import WindowRun, masked_logits, window_experiment, window_run
 
 __all__ = [
@@ -193,6 +185,8 @@ __all__ = [
     "TokensExploration",
     "TokensParams",
     "TokenView",
+    "TrainingExploration",
+    "TrainingParams",
     "WindowRun",
     "as_head_weights",
     "chat_answer",
@@ -208,6 +202,7 @@ __all__ = [
     "explore_positional",
     "explore_rope",
     "explore_scaling",
+    "explore_training",
     "head_choices",
     "induction_score",
     "induction_scores",

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
-from ._util import check_int, seeded_mha
+from ._util import check_bool, check_int, seeded_mha
 
 PE_SEQ_MAX = 64
 PE_D_MODEL_MAX = 128
@@ -27,6 +27,7 @@ class PositionalParams:
     seq_len (1..64) tokens of width d_model (2..128). dims: the encoding columns drawn as
     curves (1..8 distinct, each < d_model). shuffle: 0 keeps the order, any other value is
     the seed of a shuffle (never the identity when seq_len > 1). seed: embeddings and weights.
+    add_positions: which shuffle test the explorer shows (the result holds both).
     """
 
     seq_len: int = 16
@@ -34,12 +35,14 @@ class PositionalParams:
     dims: tuple[int, ...] = (0, 1, 8, 9)  # a fast sin/cos pair and a slower one
     shuffle: int = 1
     seed: int = 0
+    add_positions: bool = True
 
     def __post_init__(self) -> None:
         check_int("seq_len", self.seq_len, 1, PE_SEQ_MAX)
         check_int("d_model", self.d_model, 2, PE_D_MODEL_MAX)
         check_int("shuffle", self.shuffle, 0, 2**31 - 1)
         check_int("seed", self.seed, 0, 2**31 - 1)
+        check_bool("add_positions", self.add_positions)
         if not isinstance(self.dims, tuple):
             raise TypeError(f"dims: expected a tuple of ints, got {type(self.dims).__name__}")
         if not 1 <= len(self.dims) <= PE_DIMS_MAX or len(set(self.dims)) != len(self.dims):

@@ -27,6 +27,11 @@ ALIBI_HEADS_MAX = 16
 ROPE_BASE_RANGE = (10.0, 1e6)
 
 
+def last_pair(d_head: int) -> int:
+    """The last of the D/2 pairs a head of width D rotates (the params' check and the slider)."""
+    return d_head // 2 - 1
+
+
 def pair_features(d_head: int, pair: int, layout: str) -> tuple[int, int]:
     """The two features that rotate together as pair `pair`: (i, i + D/2) or (2i, 2i + 1)."""
     return (pair, pair + d_head // 2) if layout == "half" else (2 * pair, 2 * pair + 1)
@@ -53,7 +58,7 @@ class RopeParams:
         if self.d_head % 2:
             raise ValueError(f"d_head: RoPE rotates pairs, so it must be even, got {self.d_head}")
         check_int("seq_len", self.seq_len, 2, ROPE_SEQ_MAX)
-        check_int("pair", self.pair, 0, self.d_head // 2 - 1)
+        check_int("pair", self.pair, 0, last_pair(self.d_head))
         check_int("seed", self.seed, 0, 2**31 - 1)
         check_int("alibi_heads", self.alibi_heads, 1, ALIBI_HEADS_MAX)
         b = self.base

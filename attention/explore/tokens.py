@@ -27,12 +27,17 @@ def tokenize(sentence: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TokensParams:
-    """A small untrained self-attention layer over a typed sentence (deterministic)."""
+    """A small untrained self-attention layer over a typed sentence (deterministic).
+
+    head: the head TokenAttentionView draws (explore_tokens computes them all); token_view
+    checks it against the heads drawn, which are other weights' when the view was given some.
+    """
 
     sentence: str = DEFAULT_SENTENCE
     d_model: int = 32
     n_heads: int = 4
     seed: int = 0
+    head: int = 0
 
     def __post_init__(self) -> None:
         n = len(tokenize(self.sentence))
@@ -41,6 +46,7 @@ class TokensParams:
         check_int("d_model", self.d_model, 1, MAX_WIDTH)
         check_divisible("d_model", self.d_model, self.n_heads)
         check_int("seed", self.seed, 0, 2**31 - 1)
+        check_int("head", self.head, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ so far with what naive attention moves, and a log-log chart shows both at real s
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import ipywidgets as widgets
 import torch
@@ -34,7 +35,7 @@ from ..views import Heatmap, SeriesChart
 from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
-from .controls import clamp_slider, int_slider, panel_row, refuse_clamped, table_html, toggle
+from .controls import check, panel_row, slider, table_html
 
 NAIVE_COLOR, FLASH_COLOR = PALETTE[1], PALETTE[0]  # vermillion, blue
 FINAL_COLOR = "#777777"
@@ -44,29 +45,32 @@ PANEL = 180  # px: the tile map, the weights and the outputs share one cell size
 class FlashExplorer(Explorer):
     """FlashAttention's forward pass one (query tile, key tile) at a time.
 
-    Controls: seq_len (2..32), block_size (tile side; at most 16 tiles per side), causal, seed,
-    the step slider (0 = nothing read yet) and the buttons "next tile", "reset" and "run to the
-    end" (Tab to a button, then Enter or Space). `result` is the FlashExploration of
-    `attention.explore.explore_flash` for the current settings.
+    Args:
+        **settings: initial values of any FlashParams field: seq_len (2..32), block_size (tile
+            side; at most 16 tiles per side), causal, seed, step (0 = nothing read yet).
+
+    Besides the declared controls, the buttons "next tile", "reset" and "run to the end" (Tab
+    to a button, then Enter or Space) move the step slider. `result` is the FlashExploration
+    of `attention.explore.explore_flash` for the current settings.
     """
 
-    def __init__(
-        self,
-        seq_len: int = 8,
-        block_size: int = 2,
-        causal: bool = False,
-        seed: int = 0,
-        step: int = 0,
-    ) -> None:
-        FlashParams(seq_len=seq_len, block_size=block_size, causal=causal, seed=seed, step=step)
-        self.seq_len = int_slider("seq_len", 2, FLASH_SEQ_MAX, seq_len, name="seq-len")
-        self.block_size = int_slider("block size", 1, seq_len, block_size, name="block-size")
-        self.causal = toggle("causal", causal, name="causal")
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
-        n = flash_step_count(seq_len, block_size, causal)
-        self.step = int_slider("step", 0, n, step, name="step")
-        for name, value in (("seq_len", seq_len), ("seed", seed)):
-            refuse_clamped(name, getattr(self, name), value)
+    CONTROLS = (
+        slider("seq_len", 2, FLASH_SEQ_MAX),
+        # a tile from min_block_size (at most 16 tiles per side) to the whole sequence
+        slider(
+            "block_size",
+            lambda v: min_block_size(v.seq_len),
+            lambda v: v.seq_len,
+            label="block size",
+        ),
+        check("causal"),
+        slider("seed", 0, 99),
+        slider("step", 0, lambda v: flash_step_count(v.seq_len, v.block_size, v.causal)),
+    )
+
+    def __init__(self, **settings: Any) -> None:
+        start = FlashParams(**settings)  # validates the settings
+        controls = self.declare(start)
         self.next_button = _button("next tile", "step-forward", "next-button", self._next)
         self.reset_button = _button("reset", "undo", "reset-button", self._reset)
         self.end_button = _button("run to the end", "fast-forward", "end-button", self._to_end)
@@ -95,18 +99,13 @@ class FlashExplorer(Explorer):
         self.traffic = SeriesChart(name="traffic", width=370, height=230)
         self.scale = SeriesChart(name="traffic-scale", width=560, height=250, legend="right")
         buttons = widgets.HBox([self.next_button, self.reset_button, self.end_button])
-        controls = [self.seq_len, self.block_size, self.causal, self.seed, self.step, buttons]
         body = [
             panel_row([self.m_chart, self.l_chart]),
             panel_row([self.outputs, self.readout]),
             panel_row([self.traffic, self.scale]),
         ]
         super().__init__(
-            controls=controls,
-            body=body,
-            name="flash-explorer",
-            principal=self.tiles,
-            beside=[self.weights],
+            controls=[*controls, buttons], body=body, principal=self.tiles, beside=[self.weights]
         )
         self.refresh()
 
@@ -121,25 +120,6 @@ class FlashExplorer(Explorer):
         self.step.value = self.step.max
 
     # The loop ------------------------------------------------------------------------------
-    def _sync_controls(self) -> None:
-        t = self.seq_len.value
-        self.block_size.min = 1  # widen first, so the value is never outside [min, max]
-        clamp_slider(self.block_size, t)
-        low = min_block_size(t)
-        if self.block_size.value < low:
-            self.block_size.value = low
-        self.block_size.min = low
-        clamp_slider(self.step, flash_step_count(t, self.block_size.value, self.causal.value))
-
-    def _read_params(self) -> FlashParams:
-        return FlashParams(
-            seq_len=self.seq_len.value,
-            block_size=self.block_size.value,
-            causal=self.causal.value,
-            seed=self.seed.value,
-            step=self.step.value,
-        )
-
     def _compute(self, params: FlashParams) -> FlashExploration:
         return explore_flash(params)
 
@@ -172,35 +152,30 @@ class FlashExplorer(Explorer):
     def _draw_state(self, r: FlashExploration, q_labels: list[str]) -> None:
         t = r.params.seq_len
         rows = list(range(t))
-        m_now = torch.where(r.started, r.m, torch.nan)
-        l_now = torch.where(r.started, r.l, torch.nan)
         ticks = [float(i) for i in rows]
         common = dict(x_label="query row", x_ticks=ticks, x_tick_labels=q_labels, legend="right")
         top_m = max(float(r.final_m.max()), 0.0)
         low_m = min(float(r.final_m.min()), 0.0)
         pad = 0.15 * (top_m - low_m or 1.0)
-        self.m_chart.set_data(
-            rows,
-            [
-                _series("m now", m_now, FLASH_COLOR, "bar"),
-                _series("final m", r.final_m, FINAL_COLOR, "line", dash=True),
-            ],
-            title="running max m (largest score seen)",
-            y_label="score",
-            y_range=[low_m - pad, top_m + pad],
-            **common,
-        )
-        self.l_chart.set_data(
-            rows,
-            [
-                _series("l now", l_now, FLASH_COLOR, "bar"),
-                _series("final l", r.final_l, FINAL_COLOR, "line", dash=True),
-            ],
-            title="running sum l = Σ exp(score − m)",
-            y_label="sum",
-            y_range=[0.0, 1.15 * float(r.final_l.max())],
-            **common,
-        )
+        charts = (
+            (self.m_chart, "m", r.m, r.final_m, "running max m (largest score seen)", "score",
+             [low_m - pad, top_m + pad]),
+            (self.l_chart, "l", r.l, r.final_l, "running sum l = Σ exp(score − m)", "sum",
+             [0.0, 1.15 * float(r.final_l.max())]),
+        )  # fmt: skip
+        for chart, name, now, final, title, y_label, y_range in charts:
+            now = torch.where(r.started, now, torch.nan)  # rows not started yet: no bar
+            chart.set_data(
+                rows,
+                [
+                    _series(f"{name} now", now, FLASH_COLOR, "bar"),
+                    _series(f"final {name}", final, FINAL_COLOR, "line", dash=True),
+                ],
+                title=title,
+                y_label=y_label,
+                y_range=y_range,
+                **common,
+            )
         lim = float(r.output.abs().max())
         not_started = (~r.started)[:, None].expand(t, r.params.d_head)  # (T, D)
         masked = torch.stack([not_started, torch.zeros_like(not_started)])  # (2, T, D)

@@ -14,6 +14,7 @@ numbers really came from.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import ipywidgets as widgets
 import torch
@@ -32,15 +33,7 @@ from attention.explore import (
 from ..views import Heatmap
 from ..views.style import DIVERGING_CMAP, css
 from .base import Explorer
-from .controls import (
-    dropdown,
-    int_slider,
-    panel_row,
-    refuse_clamped,
-    set_options,
-    table_html,
-    toggle,
-)
+from .controls import menu, panel_row, slider, table_html, toggle
 
 SMALL = 150  # px per small-multiple panel
 
@@ -60,30 +53,27 @@ def _html(name: str) -> widgets.HTML:
 class HeadsExplorer(Explorer):
     """Follow x (B, T, M) through the split into heads, attention per head, concat and W_o.
 
-    Controls: d_model, n_heads (only divisors of d_model, at most 16), seq_len, batch, seed and
-    "forget the transpose". Panels show batch item 0. `result` is the HeadsExploration of
+    Args:
+        forget_transpose: show the wrong path (.view(B, H, T, D)) beside the right one.
+        **settings: initial values of any HeadsParams field: d_model, n_heads (only divisors
+            of d_model, at most 16), seq_len, batch, seed.
+
+    Panels show batch item 0. `result` is the HeadsExploration of
     `attention.explore.explore_heads`, holding both the right and the wrong path.
     """
 
-    def __init__(
-        self,
-        d_model: int = 16,
-        n_heads: int = 4,
-        seq_len: int = 6,
-        batch: int = 2,
-        seed: int = 0,
-        forget_transpose: bool = False,
-    ) -> None:
-        HeadsParams(d_model, n_heads, seq_len, batch, seed)  # refuse bad arguments loudly
-        self.d_model = dropdown("d_model", HEADS_D_MODELS, d_model, name="d-model")
-        self.n_heads = dropdown("n_heads", head_choices(d_model), n_heads, name="n-heads")
-        self.seq_len = int_slider("seq_len", 1, HEADS_SEQ_MAX, seq_len, name="seq-len")
-        self.batch = int_slider("batch", 1, HEADS_BATCH_MAX, batch, name="batch")
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
-        self.forget = toggle("forget the transpose", forget_transpose, name="forget-transpose")
-        for name, value in (("seq_len", seq_len), ("batch", batch), ("seed", seed)):
-            refuse_clamped(name, getattr(self, name), value)
+    CONTROLS = (
+        menu("d_model", HEADS_D_MODELS),
+        menu("n_heads", lambda v: head_choices(v.d_model)),
+        slider("seq_len", 1, HEADS_SEQ_MAX),
+        slider("batch", 1, HEADS_BATCH_MAX),
+        slider("seed", 0, 99),
+    )
 
+    def __init__(self, *, forget_transpose: bool = False, **settings: Any) -> None:
+        start = HeadsParams(**settings)  # validates the settings
+        controls = self.declare(start)
+        self.forget = toggle("forget the transpose", forget_transpose, name="forget-transpose")
         self.shapes = _html("shapes")
         self.readout = _html("readout")
         self.projection = _heatmap(
@@ -129,27 +119,13 @@ class HeadsExplorer(Explorer):
             panel_row([self.concat, self.wrong_concat]),
             panel_row([self.output, self.wrong_output]),
         ]
-        controls = [self.d_model, self.n_heads, self.seq_len, self.batch, self.seed, self.forget]
         super().__init__(
-            controls=controls,
+            controls=[*controls, self.forget],
             principal=self.q_heads,
             beside=[self.wrong_q_heads],
             body=body,
-            name="heads-explorer",
         )
         self.refresh()
-
-    def _sync_controls(self) -> None:
-        set_options(self.n_heads, head_choices(self.d_model.value), self.n_heads.value)
-
-    def _read_params(self) -> HeadsParams:
-        return HeadsParams(
-            d_model=self.d_model.value,
-            n_heads=self.n_heads.value,
-            seq_len=self.seq_len.value,
-            batch=self.batch.value,
-            seed=self.seed.value,
-        )
 
     def _compute(self, params: HeadsParams) -> HeadsExploration:
         return explore_heads(params)

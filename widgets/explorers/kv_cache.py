@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import asdict, fields
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -30,6 +32,7 @@ from attention.explore.kv_cache import (
     DecodingSpeed,
     KVCacheExploration,
     KVCacheParams,
+    ModelShape,
     explore_kv_cache,
     human_bytes,
 )
@@ -39,7 +42,7 @@ from ..views import SeriesChart
 from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
-from .controls import dropdown, int_slider, set_options, table_html
+from .controls import dropdown, menu, set_options, slider, steps, table_html
 
 CUSTOM = "custom"
 KIND_COLORS = {"MHA": PALETTE[1], "GQA": PALETTE[0], "MQA": PALETTE[2]}  # vermillion, blue, green
@@ -49,76 +52,55 @@ GIB = 1024**3
 class KVCacheExplorer(Explorer):
     """Cache bytes for a model shape, context, batch and number type; MHA vs GQA vs MQA.
 
-    Controls: preset (sets the four shape sliders; moving one shows "custom"), layers, query
-    heads, kv heads (only divisors of the query heads), head width, context (tokens), batch and
-    the number type. `result` is the KVCacheExploration of `attention.explore.explore_kv_cache`.
-
     Args:
-        preset: a key of KV_PRESETS, or "custom" to start from the keyword values.
+        preset: a key of KV_PRESETS (it sets the four shape controls; moving one shows
+            "custom"), or "custom" to start from the settings.
         speed: a DecodingSpeed measured on a real model, shown in the readout (optional).
+        **settings: initial values of any KVCacheParams field: the shape n_layers, n_heads,
+            n_kv_heads (only divisors of n_heads) and d_head (the preset's unless preset is
+            "custom"), seq_len (one of KV_CONTEXTS), batch and dtype.
+
+    `result` is the KVCacheExploration of `attention.explore.explore_kv_cache`.
     """
+
+    CONTROLS = (
+        slider("n_layers", 1, KV_LAYERS_MAX, label="layers"),
+        slider("n_heads", 1, KV_HEADS_MAX, label="query heads H"),
+        menu("n_kv_heads", lambda v: divisors(v.n_heads), label="kv heads Hkv"),
+        slider("d_head", 1, KV_D_HEAD_MAX, label="head width D"),
+        steps("seq_len", KV_CONTEXTS, label="context (tokens)"),
+        slider("batch", 1, KV_BATCH_MAX),
+        menu("dtype", list(KV_DTYPES), label="numbers"),
+    )
 
     def __init__(
         self,
         preset: str = "SmolLM2-135M",
         *,
-        n_layers: int = 30,
-        n_heads: int = 9,
-        n_kv_heads: int = 3,
-        d_head: int = 64,
-        seq_len: int = 2048,
-        batch: int = 1,
-        dtype: str = "float32",
         speed: DecodingSpeed | None = None,
+        **settings: Any,
     ) -> None:
         if preset != CUSTOM:
             if preset not in KV_PRESETS:
                 raise ValueError(f"preset: expected one of {[CUSTOM, *KV_PRESETS]}, got {preset!r}")
-            shape = KV_PRESETS[preset]
-            n_layers, n_heads = shape.n_layers, shape.n_heads
-            n_kv_heads, d_head = shape.n_kv_heads, shape.d_head
-        if seq_len not in KV_CONTEXTS:
-            raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {seq_len}")
-        KVCacheParams(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, dtype)
+            settings.update(asdict(KV_PRESETS[preset]))  # the four shape fields
+        start = KVCacheParams(**settings)  # validates the settings
+        if start.seq_len not in KV_CONTEXTS:
+            raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {start.seq_len}")
         self.speed = speed
         self.preset = dropdown("preset", [CUSTOM, *KV_PRESETS], preset, name="preset")
         # observed before the Explorer watches it: the sliders move first, then one refresh
         self.preset.observe(lambda _c: self._apply_preset(), names="value")
-        self.n_layers = int_slider("layers", 1, KV_LAYERS_MAX, n_layers, name="n-layers")
-        self.n_heads = int_slider("query heads H", 1, KV_HEADS_MAX, n_heads, name="n-heads")
-        self.n_kv_heads = dropdown("kv heads Hkv", divisors(n_heads), n_kv_heads, name="n-kv-heads")
-        self.d_head = int_slider("head width D", 1, KV_D_HEAD_MAX, d_head, name="d-head")
-        self.seq_len = widgets.SelectionSlider(
-            options=list(KV_CONTEXTS),
-            value=seq_len,
-            description="context (tokens)",
-            continuous_update=True,
-            style={"description_width": "initial"},
-            layout={"width": "260px"},
-        )
-        self.seq_len.add_class(css("context"))
-        self.batch = int_slider("batch", 1, KV_BATCH_MAX, batch, name="batch")
-        self.dtype = dropdown("numbers", list(KV_DTYPES), dtype, name="dtype")
+        controls = self.declare(start)
 
         self.bars = SeriesChart(name="variants", width=370, height=250)
         self.curves = SeriesChart(name="by-context", width=420, height=250, legend="top-left")
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         self.readout.layout.max_width = "820px"
-        controls = [
-            self.preset,
-            self.n_layers,
-            self.n_heads,
-            self.n_kv_heads,
-            self.d_head,
-            self.seq_len,
-            self.batch,
-            self.dtype,
-        ]
         super().__init__(
-            controls=controls,
+            controls=[self.preset, *controls],
             body=[self.curves],
-            name="kv-cache-explorer",
             principal=self.bars,
             beside=[self.readout],
         )
@@ -136,29 +118,12 @@ class KVCacheExplorer(Explorer):
         # the Explorer's own watcher, registered after this one, refreshes once
 
     def _sync_controls(self) -> None:
-        set_options(self.n_kv_heads, divisors(self.n_heads.value), self.n_kv_heads.value)
+        super()._sync_controls()
         name = self.preset.value
         if name != CUSTOM:
-            shape = KV_PRESETS[name]
-            now = (self.n_layers.value, self.n_heads.value, self.n_kv_heads.value)
-            if now + (self.d_head.value,) != (
-                shape.n_layers,
-                shape.n_heads,
-                shape.n_kv_heads,
-                shape.d_head,
-            ):
+            now = ModelShape(**{f.name: getattr(self, f.name).value for f in fields(ModelShape)})
+            if now != KV_PRESETS[name]:
                 self.preset.value = CUSTOM
-
-    def _read_params(self) -> KVCacheParams:
-        return KVCacheParams(
-            n_layers=self.n_layers.value,
-            n_heads=self.n_heads.value,
-            n_kv_heads=self.n_kv_heads.value,
-            d_head=self.d_head.value,
-            seq_len=self.seq_len.value,
-            batch=self.batch.value,
-            dtype=self.dtype.value,
-        )
 
     def _compute(self, params: KVCacheParams) -> KVCacheExploration:
         return explore_kv_cache(params)

@@ -31,7 +31,7 @@ from attention.explore import (
 from ..views import Heatmap
 from ..views.style import css
 from .base import Explorer
-from .controls import clamp_slider, dropdown, int_slider
+from .controls import clamp_slider, dropdown, int_slider, slider
 
 PRESETS = ("none", "causal", "padding", "left pad + causal", "custom")
 MAX_SIDE = 16  # clicking cells is only practical on small grids
@@ -53,7 +53,12 @@ class MaskExplorer(Explorer):
         pad_len: padded keys at the end, for the "padding" preset.
         mask: an initial (Tq, Tk) bool tensor (True = may attend); implies preset "custom".
         seed: seed of the random q, k, v.
+
+    `params` is a MaskParams: the mask (the one params field no control holds: the grid size,
+    the preset, the pad length and the clicks make it) and the seed.
     """
+
+    CONTROLS = (slider("seed", 0, 99),)
 
     def __init__(
         self,
@@ -82,7 +87,8 @@ class MaskExplorer(Explorer):
         self.n_keys = int_slider("keys (Tk)", 1, MAX_SIDE, n_keys, name="n-keys")
         self.preset = dropdown("preset", PRESETS, preset, name="preset")
         self.pad_len = int_slider("pad length", 0, n_keys, min(pad_len, n_keys), name="pad-len")
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
+        # validates the seed; the mask follows the preset at the first refresh (_sync_controls)
+        (seed_slider,) = self.declare(MaskParams(mask_to_tuple(self._mask), seed))
 
         cell = {"cell_size": 30, "show_numbers": True, "digits": 0, "show_colorbar": False}
         self.mask_view = Heatmap(title="ours / SDPA: True (1) = may attend", vmin=0, vmax=1, **cell)
@@ -119,13 +125,12 @@ class MaskExplorer(Explorer):
             "attend to."
         )
         # the weights beside the controls, the editable mask beside them; conventions below
-        controls = [self.preset, self.n_queries, self.n_keys, self.pad_len, self.seed]
+        controls = [self.preset, self.n_queries, self.n_keys, self.pad_len, seed_slider]
         super().__init__(
             controls=controls,
             principal=self.weights_view,
             beside=[self.mask_view],
             body=body,
-            name="mask-explorer",
             header=header,
         )
         self.refresh()
@@ -138,6 +143,7 @@ class MaskExplorer(Explorer):
         self.refresh()
 
     def _sync_controls(self) -> None:
+        super()._sync_controls()
         tq, tk = self.n_queries.value, self.n_keys.value
         clamp_slider(self.pad_len, tk)
         padded = self.preset.value in ("padding", "left pad + causal")
@@ -150,8 +156,8 @@ class MaskExplorer(Explorer):
         else:
             self._mask = preset_mask(self.preset.value, tq, tk, self.pad_len.value).clone()
 
-    def _read_params(self) -> MaskParams:
-        return MaskParams(mask=mask_to_tuple(self._mask), seed=self.seed.value)
+    def _derived_params(self) -> dict[str, Any]:
+        return {"mask": mask_to_tuple(self._mask)}  # kept in step with the controls above
 
     def _compute(self, params: MaskParams) -> MaskExploration:
         return explore_mask(params)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import ipywidgets as widgets
 import torch
@@ -31,7 +34,7 @@ from ..views import Heatmap, SeriesChart, auto_cell_size
 from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, LABELLED_CELL_MIN, PALETTE, css
 from .base import Explorer
-from .controls import int_slider, panel_row, refuse_clamped, toggle
+from .controls import Control, check, panel_row, refuse_clamped, slider
 
 SHUFFLE_MAX = 9999
 OUTPUTS_PANEL = 320  # px, panel_size of the outputs and the difference
@@ -88,34 +91,57 @@ def dim_name(i: int, d_model: int) -> str:
     return f"dim {i}: {'sin' if i % 2 == 0 else 'cos'}, period {period:.3g}"
 
 
+@dataclass(frozen=True)
+class NumberField(Control):
+    """A box to type a whole number from lo to hi in (controls.py has no such kind)."""
+
+    def build(self, value: Any, current: Any) -> widgets.BoundedIntText:
+        w = widgets.BoundedIntText(
+            value=value,
+            min=self.lo,
+            max=self.hi,
+            description=self.label,
+            style={"description_width": "initial"},
+            layout={"width": self.width or "230px"},
+        )
+        w.add_class(css(self.css_name))
+        refuse_clamped(self.field, w, value)  # the box clamps silently
+        return w
+
+
 class PositionalEncodingExplorer(Explorer):
     """The sinusoidal encoding as a heatmap and as curves, and the shuffle test.
 
-    Controls: seq_len (1..64), d_model (2..128, even), the dimensions drawn as curves (up to 8:
-    `dims`, a list, and `dims_text`, a field that shows them and takes typed ones such as
-    "0, 1, 32, 33"), "add positional encoding", the shuffle seed with buttons "shuffle tokens"
-    (a new order) and "restore order" (seed 0), and the seed of embeddings and weights.
-    `result` is the PositionalExploration of `attention.explore.explore_positional`.
+    Args:
+        dims: the dimensions drawn as curves (up to 8); default: a fast sine/cosine pair and a
+            slower one for the width (`default_dims`).
+        **settings: initial values of any other PositionalParams field: seq_len (1..64),
+            d_model (2..128, even), add_positions, shuffle (0..9999, 0 = in order), seed.
+
+    Besides the declared controls: `dims`, a list, and `dims_text`, a field that shows them and
+    takes typed ones such as "0, 1, 32, 33"; the buttons "shuffle tokens" (a new shuffle seed)
+    and "restore order" (seed 0). `result` is the PositionalExploration of
+    `attention.explore.explore_positional`.
     """
 
-    def __init__(
-        self,
-        seq_len: int = 16,
-        d_model: int = 32,
-        dims: tuple[int, ...] | None = None,
-        add_positions: bool = True,
-        shuffle: int = 1,
-        seed: int = 0,
-    ) -> None:
+    CONTROLS = (
+        slider("seq_len", 1, PE_SEQ_MAX),
+        slider("d_model", 2, PE_D_MODEL_MAX),  # in steps of 2 (set below)
+        check("add_positions", label="add positional encoding"),
+        slider("seed", 0, 99),
+        NumberField("shuffle", "shuffle seed (0 = in order)", "number", 0, SHUFFLE_MAX),
+    )
+
+    def __init__(self, *, dims: Iterable[int] | None = None, **settings: Any) -> None:
+        d_model = settings.get("d_model", PositionalParams.d_model)
         dims = default_dims(d_model) if dims is None else tuple(dims)
-        PositionalParams(seq_len, d_model, dims, shuffle, seed)  # refuse bad arguments loudly
-        if d_model % 2:
-            raise ValueError(f"d_model: expected an even width, got {d_model}")
-        self.seq_len = int_slider("seq_len", 1, PE_SEQ_MAX, seq_len, name="seq-len")
-        self.d_model = int_slider("d_model", 2, PE_D_MODEL_MAX, d_model, name="d-model")
+        start = PositionalParams(dims=dims, **settings)  # validates the settings
+        if start.d_model % 2:
+            raise ValueError(f"d_model: expected an even width, got {start.d_model}")
+        controls = self.declare(start)
         self.d_model.step = 2
         self.dims = widgets.SelectMultiple(
-            options=list(range(d_model)),
+            options=list(range(start.d_model)),
             value=dims,
             rows=4,
             description="dims",
@@ -135,26 +161,12 @@ class PositionalEncodingExplorer(Explorer):
         )
         self.dims_text.add_class(css("dims-text"))
         self._dims_text_shown = self.dims_text.value
-        self.add_positions = toggle("add positional encoding", add_positions, name="add-pe")
-        self.shuffle = widgets.BoundedIntText(
-            value=shuffle,
-            min=0,
-            max=SHUFFLE_MAX,
-            description="shuffle seed (0 = in order)",
-            style={"description_width": "initial"},
-            layout={"width": "230px"},
-        )
-        self.shuffle.add_class(css("shuffle"))
         self.shuffle_button = widgets.Button(description="shuffle tokens", icon="random")
         self.shuffle_button.add_class(css("shuffle-button"))
         self.shuffle_button.on_click(lambda _b: self._next_shuffle())
         self.restore_button = widgets.Button(description="restore order", icon="undo")
         self.restore_button.add_class(css("restore-button"))
         self.restore_button.on_click(lambda _b: setattr(self.shuffle, "value", 0))
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
-        starts = {"seq_len": seq_len, "d_model": d_model, "shuffle": shuffle, "seed": seed}
-        for name, value in starts.items():
-            refuse_clamped(name, getattr(self, name), value)
 
         self.encoding = Heatmap(
             title="PE[position, dim]", colormap=DIVERGING_CMAP, vmin=-1.0, vmax=1.0,
@@ -169,30 +181,21 @@ class PositionalEncodingExplorer(Explorer):
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         # one column: sliders, the shuffle, the curves' dimensions; the table beside it
-        controls = [
-            self.seq_len,
-            self.d_model,
-            self.add_positions,
-            self.seed,
-            self.shuffle,
-            widgets.HBox([self.shuffle_button, self.restore_button]),
-            self.dims_text,
-            self.dims,
-        ]
+        buttons = widgets.HBox([self.shuffle_button, self.restore_button])
+        controls += [buttons, self.dims_text, self.dims]
         body = [
             self.curves,
             self.readout,
             panel_row([self.outputs, self.difference]),
         ]
-        super().__init__(
-            controls=controls, principal=self.encoding, body=body, name="positional-explorer"
-        )
+        super().__init__(controls=controls, principal=self.encoding, body=body)
         self.refresh()
 
     def _next_shuffle(self) -> None:
         self.shuffle.value = self.shuffle.value % SHUFFLE_MAX + 1
 
     def _sync_controls(self) -> None:
+        super()._sync_controls()
         m = self.d_model.value
         wanted = tuple(self.dims.value)
         if self.dims_text.value != self._dims_text_shown:  # the learner typed dims
@@ -208,14 +211,8 @@ class PositionalEncodingExplorer(Explorer):
             self.dims.value = keep
         self.dims_text.value = self._dims_text_shown = format_dims(keep)
 
-    def _read_params(self) -> PositionalParams:
-        return PositionalParams(
-            seq_len=self.seq_len.value,
-            d_model=self.d_model.value,
-            dims=tuple(self.dims.value),
-            shuffle=self.shuffle.value,
-            seed=self.seed.value,
-        )
+    def _derived_params(self) -> dict[str, Any]:
+        return {"dims": tuple(self.dims.value)}  # kept valid for d_model by _sync_controls
 
     def _compute(self, params: PositionalParams) -> PositionalExploration:
         return explore_positional(params)
@@ -223,7 +220,7 @@ class PositionalEncodingExplorer(Explorer):
     def shown_check(self) -> ShuffleCheck:
         """The shuffle test the panels show: with or without positions, as the toggle says."""
         r = self.result
-        return r.with_positions if self.add_positions.value else r.without_positions
+        return r.with_positions if r.params.add_positions else r.without_positions
 
     def _draw(self, r: PositionalExploration) -> None:
         p = r.params
@@ -251,7 +248,7 @@ class PositionalEncodingExplorer(Explorer):
             y_ticks=[-1.0, -0.5, 0.0, 0.5, 1.0],
             x_range=[0.0, float(max(p.seq_len - 1, 1))],
         )
-        check = r.with_positions if self.add_positions.value else r.without_positions
+        check = r.with_positions if p.add_positions else r.without_positions
         order = [int(i) for i in r.permutation]
         lim = float(check.output.abs().max())
         cell, columns = outputs_layout(p.seq_len, p.d_model)
@@ -278,7 +275,7 @@ class PositionalEncodingExplorer(Explorer):
             vmax=max(diff_max, DIFF_VMAX_FLOOR),
             cell_size=cell,
         )
-        self.readout.value = _readout_html(r, self.add_positions.value)
+        self.readout.value = _readout_html(r)
 
     def _views(self) -> dict[str, Exportable]:
         return {
@@ -289,7 +286,7 @@ class PositionalEncodingExplorer(Explorer):
         }
 
 
-def _readout_html(r: PositionalExploration, add_positions: bool) -> str:
+def _readout_html(r: PositionalExploration) -> str:
     p = r.params
     order = " ".join(str(int(i)) for i in r.permutation)
     if p.seq_len == 1:
@@ -300,8 +297,8 @@ def _readout_html(r: PositionalExploration, add_positions: bool) -> str:
         order_note = f"shuffled order: {order}"
     lines = [
         f"Tokens: {html.escape(order_note)}.",
-        _verdict("without positions", r.without_positions, not add_positions),
-        _verdict("with positions", r.with_positions, add_positions),
+        _verdict("without positions", r.without_positions, not p.add_positions),
+        _verdict("with positions", r.with_positions, p.add_positions),
     ]
     return "<br>".join(lines)
 

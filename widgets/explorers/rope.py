@@ -14,6 +14,7 @@ rotate q with one and k with the other and the diagonals break. ALiBi instead ad
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -27,6 +28,7 @@ from attention.explore.rope import (
     RopeExploration,
     RopeParams,
     explore_rope,
+    last_pair,
     pair_features,
 )
 
@@ -34,7 +36,7 @@ from ..views import Heatmap, SeriesChart
 from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
-from .controls import clamp_slider, float_slider, int_slider, panel_row, refuse_clamped
+from .controls import log_slider, panel_row, slider
 
 LAYOUT_COLORS = {"half": PALETTE[0], "interleaved": PALETTE[2]}
 MIXED_COLOR = PALETTE[1]
@@ -44,31 +46,27 @@ PANEL_TITLES = ("both half", "both interleaved", "q half, k interleaved")  # sho
 class RopeExplorer(Explorer):
     """RoPE score maps for matched and mixed layouts, one pair turning, and ALiBi's biases.
 
-    Controls: head width D (even, 2..64), positions T (2..64), RoPE base (log, 10..1e6), the
-    pair followed by the rotation chart, the seed of q and k, and the ALiBi heads (1..16).
+    Args:
+        **settings: initial values of any RopeParams field: d_head (head width D, even,
+            2..64), seq_len (positions T, 2..64), base (RoPE's base, 10..1e6), pair (the pair
+            followed by the rotation chart), seed (of q and k), alibi_heads (1..16).
+
     `result` is the RopeExploration of `attention.explore.explore_rope`.
     """
 
-    def __init__(
-        self,
-        d_head: int = 16,
-        seq_len: int = 16,
-        base: float = 10000.0,
-        pair: int = 1,
-        seed: int = 0,
-        alibi_heads: int = 4,
-    ) -> None:
-        RopeParams(d_head, seq_len, base, pair, seed, alibi_heads)
-        self.d_head = int_slider("head width D", 2, ROPE_D_MAX, d_head, name="d-head")
+    CONTROLS = (
+        slider("d_head", 2, ROPE_D_MAX, label="head width D"),  # in steps of 2 (set below)
+        slider("seq_len", 2, ROPE_SEQ_MAX, label="positions T"),
+        log_slider("base", *ROPE_BASE_RANGE, label="RoPE base", step=0.05),
+        slider("pair", 0, lambda v: last_pair(v.d_head), label="pair i"),
+        slider("seed", 0, 99),
+        slider("alibi_heads", 1, ALIBI_HEADS_MAX, label="ALiBi heads"),
+    )
+
+    def __init__(self, **settings: Any) -> None:
+        start = RopeParams(**settings)  # validates the settings
+        controls = self.declare(start)
         self.d_head.step = 2
-        self.seq_len = int_slider("positions T", 2, ROPE_SEQ_MAX, seq_len, name="seq-len")
-        lo, hi = ROPE_BASE_RANGE
-        self.base = float_slider("RoPE base", lo, hi, base, name="base", log=True, step=0.05)
-        self.pair = int_slider("pair i", 0, d_head // 2 - 1, pair, name="pair")
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
-        self.alibi_heads = int_slider("ALiBi heads", 1, ALIBI_HEADS_MAX, alibi_heads, name="heads")
-        for name, value in (("seq_len", seq_len), ("base", base), ("seed", seed)):
-            refuse_clamped(name, getattr(self, name), value)
 
         self.scores = Heatmap(
             colormap=DIVERGING_CMAP, symmetric=True, panel_size=160, colorbar_label="q·k"
@@ -85,30 +83,19 @@ class RopeExplorer(Explorer):
         self.alibi_chart = SeriesChart(name="alibi-weights", width=440, height=230, legend="right")
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
-        controls = [self.d_head, self.seq_len, self.base, self.pair, self.seed, self.alibi_heads]
         body = [
             self.readout,
             panel_row([self.offsets, self.pairing]),
             panel_row([self.rotation]),
             panel_row([self.alibi, self.alibi_chart]),
         ]
-        super().__init__(controls=controls, body=body, name="rope-explorer", principal=self.scores)
+        super().__init__(controls=controls, body=body, principal=self.scores)
         self.refresh()
 
     def _sync_controls(self) -> None:
-        if self.d_head.value % 2:  # a typed odd width: RoPE needs pairs
+        if self.d_head.value % 2:  # a typed odd width: RoPE needs pairs (before pair's range)
             self.d_head.value += 1
-        clamp_slider(self.pair, self.d_head.value // 2 - 1)
-
-    def _read_params(self) -> RopeParams:
-        return RopeParams(
-            d_head=self.d_head.value,
-            seq_len=self.seq_len.value,
-            base=float(self.base.value),
-            pair=self.pair.value,
-            seed=self.seed.value,
-            alibi_heads=self.alibi_heads.value,
-        )
+        super()._sync_controls()
 
     def _compute(self, params: RopeParams) -> RopeExploration:
         return explore_rope(params)

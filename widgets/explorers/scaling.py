@@ -15,11 +15,14 @@ heights, which a 1-row heatmap strip would show as colours only.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ipywidgets as widgets
 
 from attention.explore import (
     D_K_MAX,
     N_KEYS_MAX,
+    TEMPERATURE_RANGE,
     ScalingExploration,
     ScalingParams,
     explore_scaling,
@@ -29,7 +32,7 @@ from ..views import SeriesChart
 from ..views.export import Exportable
 from ..views.style import css
 from .base import Explorer
-from .controls import float_slider, int_slider, panel_row, refuse_clamped, table_html, toggle
+from .controls import check, log_slider, panel_row, slider, table_html
 
 # Okabe-Ito colours: distinguishable with every common form of colour blindness.
 UNSCALED_COLOR = "#D55E00"  # vermillion
@@ -42,29 +45,26 @@ _VAR_TABLE_D_K = (1, 4, 16, 64, 256, 512)
 class ScalingExplorer(Explorer):
     """Move d_k and watch q·k spread out unless it is divided by sqrt(d_k).
 
-    Controls: d_k (1..512), keys in the inspected row (2..32), softmax temperature, seed, and
-    whether the histogram axis stays fixed at the widest d_k. `result` is the ScalingExploration of
-    `attention.explore.explore_scaling` for the current settings.
+    Args:
+        **settings: initial values of any ScalingParams field: d_k (1..512), n_keys (keys in
+            the inspected row, 2..32), temperature, seed, and fixed_axis (whether the
+            histogram axis stays fixed at the widest d_k).
+
+    `result` is the ScalingExploration of `attention.explore.explore_scaling` for the current
+    settings.
     """
 
-    def __init__(
-        self,
-        d_k: int = 64,
-        n_keys: int = 8,
-        temperature: float = 1.0,
-        seed: int = 0,
-        fixed_axis: bool = True,
-    ) -> None:
-        self.d_k = int_slider("d_k", 1, D_K_MAX, d_k, name="d-k")
-        self.n_keys = int_slider("keys in the row", 2, N_KEYS_MAX, n_keys, name="n-keys")
-        self.temperature = float_slider(
-            "temperature", 0.1, 10.0, temperature, name="temperature", log=True
-        )
-        self.seed = int_slider("seed", 0, 99, seed, name="seed")
-        self.fixed_axis = toggle("fixed histogram axis", fixed_axis, name="fixed-axis")
-        for name, value in (("d_k", d_k), ("n_keys", n_keys), ("temperature", temperature)):
-            refuse_clamped(name, getattr(self, name), value)
-        refuse_clamped("seed", self.seed, seed)
+    CONTROLS = (
+        slider("d_k", 1, D_K_MAX),
+        slider("n_keys", 2, N_KEYS_MAX, label="keys in the row"),
+        log_slider("temperature", *TEMPERATURE_RANGE, step=0.01),
+        slider("seed", 0, 99),
+        check("fixed_axis", label="fixed histogram axis"),
+    )
+
+    def __init__(self, **settings: Any) -> None:
+        start = ScalingParams(**settings)  # validates the settings
+        controls = self.declare(start)
         self.histogram = SeriesChart(name="histogram", width=420, height=230)
         self.row_chart = SeriesChart(name="row-weights", width=360, height=230)
         self.variance_chart = SeriesChart(name="variance", width=360, height=230)
@@ -72,12 +72,7 @@ class ScalingExplorer(Explorer):
         self.var_table = _html("var-table")
         charts = panel_row([self.row_chart, self.variance_chart])
         lower = panel_row([self.readout, self.var_table])
-        super().__init__(
-            controls=[self.d_k, self.n_keys, self.temperature, self.seed, self.fixed_axis],
-            principal=self.histogram,
-            body=[charts, lower],
-            name="scaling-explorer",
-        )
+        super().__init__(controls=controls, principal=self.histogram, body=[charts, lower])
         self.refresh()
 
     def _views(self) -> dict[str, Exportable]:
@@ -86,15 +81,6 @@ class ScalingExplorer(Explorer):
             "row_weights": self.row_chart,
             "variance": self.variance_chart,
         }
-
-    def _read_params(self) -> ScalingParams:
-        return ScalingParams(
-            d_k=self.d_k.value,
-            n_keys=self.n_keys.value,
-            temperature=float(self.temperature.value),
-            seed=self.seed.value,
-            fixed_axis=self.fixed_axis.value,
-        )
 
     def _compute(self, params: ScalingParams) -> ScalingExploration:
         return explore_scaling(params)

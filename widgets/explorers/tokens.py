@@ -14,10 +14,7 @@ see only its lines; click it to keep it selected (its row is outlined in the hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-import ipywidgets as widgets
 
 from attention.explore import (
     DEFAULT_SENTENCE,
@@ -30,13 +27,7 @@ from attention.explore import (
 from ..views import Heatmap, TokenLines
 from ..views.style import css
 from .base import Explorer
-from .controls import clamp_slider, int_slider, toggle
-
-
-@dataclass(frozen=True)
-class TokenViewParams:
-    model: TokensParams | None  # None when the weights were given
-    head: int
+from .controls import int_slider, refuse_clamped, text, toggle
 
 
 class TokenAttentionView(Explorer):
@@ -49,7 +40,12 @@ class TokenAttentionView(Explorer):
         sentence: the built-in model's starting sentence.
         n_heads, d_model, seed: the built-in model's sizes.
         head: the head shown first.
+
+    `params` is a TokensParams: the built-in model's settings (unused, and the sentence field
+    hidden, when the view was given weights) and the head drawn.
     """
+
+    CONTROLS = (text("sentence"),)
 
     def __init__(
         self,
@@ -63,24 +59,18 @@ class TokenAttentionView(Explorer):
         seed: int = 0,
         head: int = 0,
     ) -> None:
+        start = TokensParams(sentence, d_model, n_heads, seed, head)  # validates the sizes
+        self._fixed: TokenView | None = None
         if weights is not None:
             if tokens is None:
                 raise ValueError("tokens: required with weights (one string per query)")
-            self._fixed = token_view(weights, tuple(tokens), _opt_tuple(key_tokens), 0)
+            self._fixed = token_view(weights, tuple(tokens), _opt_tuple(key_tokens), head)
             n_heads = self._fixed.weights.shape[0]
-        else:
-            self._fixed = None
-            TokensParams(sentence, d_model, n_heads, seed)  # validates the sizes
-        self._model = (d_model, n_heads, seed)
-        self.sentence = widgets.Text(
-            value=sentence,
-            description="sentence",
-            continuous_update=True,
-            layout=widgets.Layout(width="420px"),
-        )
-        self.sentence.add_class(css("sentence"))
+        controls = self.declare(start)
         self.sentence.layout.display = "none" if self._fixed is not None else None
+        # not declared: its range is the heads of the weights shown, which no control holds
         self.head = int_slider("head", 0, n_heads - 1, head, name="head")
+        refuse_clamped("head", self.head, head)
         self.show_numbers = toggle("show numbers", False, name="show-numbers")
         self.lines = TokenLines(title="head 0")
         self.lines.add_class(css("panel-lines"))
@@ -89,35 +79,25 @@ class TokenAttentionView(Explorer):
         self.lines.observe(self._selected_changed, names="selected")
         # the controls in one row (the sentence is wide), the lines under it, the heatmap beside
         super().__init__(
-            controls=[self.sentence, self.head, self.show_numbers],
+            controls=[*controls, self.head, self.show_numbers],
             principal=self.lines,
             beside=[self.heatmap],
             controls_row=True,
             body=[],
-            name="token-view",
         )
         self.refresh()
 
     def _selected_changed(self, change: dict) -> None:
         self.heatmap.highlight_row = change["new"]
 
-    def _read_params(self) -> TokenViewParams:
+    def _derived_params(self) -> dict[str, Any]:
+        return {"head": self.head.value}
+
+    def _compute(self, params: TokensParams) -> TokenView:
         if self._fixed is not None:
-            return TokenViewParams(model=None, head=self.head.value)
-        d_model, n_heads, seed = self._model
-        return TokenViewParams(
-            model=TokensParams(self.sentence.value, d_model, n_heads, seed),
-            head=self.head.value,
-        )
-
-    def _sync_controls(self) -> None:
-        clamp_slider(self.head, self._model[1] - 1 if self._fixed is None else self.head.max)
-
-    def _compute(self, params: TokenViewParams) -> TokenView:
-        if params.model is None:
             f = self._fixed
             return token_view(f.weights, f.query_tokens, f.key_tokens, params.head)
-        att = explore_tokens(params.model)
+        att = explore_tokens(params)
         return token_view(att.weights, att.tokens, None, params.head)
 
     def _draw(self, r: TokenView) -> None:

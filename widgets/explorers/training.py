@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
 
+from attention.explore import TrainingExploration, TrainingParams, explore_training
+from attention.explore.training import snapshot_layers
 from attention.models.toy.checkpoints import load_reverse_model
 from attention.models.toy.data import ToyTask
 from attention.models.toy.decoding import ExposureBiasResult
-from attention.models.toy.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
 from attention.models.toy.training import Progress, TrainHistory
 
 from ..views import Heatmap, SeriesChart
 from ..views.picture import Pictured
 from ..views.style import PALETTE, css
 from .base import Explorer
-from .controls import dropdown, set_options
+from .controls import dropdown, menu, set_options
 
 LOSS, TRAIN_ACC, HELDOUT_ACC = "train loss", "train token acc.", "held-out exact acc."
 _COLORS = {LOSS: PALETTE[0], TRAIN_ACC: PALETTE[1], HELDOUT_ACC: PALETTE[2]}
@@ -163,13 +163,6 @@ class TrainingProgress(Pictured, widgets.VBox):
 # --- attention over training ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TrainingAttentionParams:
-    step: int
-    kind: str
-    layer: int
-
-
 _KIND_LABELS = {"cross": "cross-attention", "encoder": "encoder self", "decoder": "decoder self"}
 
 
@@ -181,7 +174,13 @@ class TrainingAttentionExplorer(Explorer):
         task: the task of that history (for the token labels); None with the checkpoint.
         kind: "cross" (decoder queries over source keys), "encoder" or "decoder".
         step: the step shown first (default: the last snapshot).
+
+    `result` is the TrainingExploration of `attention.explore.explore_training` for the
+    current TrainingParams; the step slider and the layer menu are not declared, as their
+    choices come from the history.
     """
+
+    CONTROLS = (menu("kind", [(v, k) for k, v in _KIND_LABELS.items()], label="attention"),)
 
     def __init__(
         self,
@@ -198,23 +197,21 @@ class TrainingAttentionExplorer(Explorer):
             raise ValueError("history: no attention snapshots; train with snapshot_steps=...")
         if task is None:
             raise ValueError("task: required with a history (it labels the tokens)")
-        if kind not in SNAPSHOT_KINDS:
-            raise ValueError(f"kind: expected one of {SNAPSHOT_KINDS}, got {kind!r}")
-        self.history, self.task = history, task
         steps = [s.step for s in history.snapshots]
+        last = snapshot_layers(history, "cross") - 1  # the last decoder layer is the sharpest
+        start = TrainingParams(steps[-1] if step is None else step, kind, last)  # validates
+        history.snapshot_at(start.step)  # refuses a step with no snapshot, naming those there are
+        self.history, self.task = history, task
+        controls = self.declare(start)
         self.step = widgets.SelectionSlider(
             options=steps,
-            value=steps[-1] if step is None else step,
+            value=start.step,
             description="training step",
             continuous_update=True,
             style={"description_width": "initial"},
             layout=widgets.Layout(width="300px"),
         )
         self.step.add_class(css("step"))
-        self.kind = dropdown(
-            "attention", [(v, k) for k, v in _KIND_LABELS.items()], kind, name="attention-kind"
-        )
-        last = history.snapshots[0].cross.shape[0] - 1  # the last decoder layer is sharpest
         self.layer = dropdown("layer", list(range(last + 1)), last, name="layer")
         self.play = widgets.Play(
             value=self.step.index, min=0, max=len(steps) - 1, interval=700, description="play"
@@ -228,28 +225,26 @@ class TrainingAttentionExplorer(Explorer):
         # the play button above (not a control the explorer watches: it moves the step slider
         # in the browser), the controls in a column, every head's weights beside them
         super().__init__(
-            controls=[self.step, self.kind, self.layer],
+            controls=[self.step, *controls, self.layer],
             principal=self.heatmap,
             beside=[self.readout],
             body=[],
             header=widgets.HBox([self.play]),
-            name="training-attention",
         )
         self.refresh()
 
     def _sync_controls(self) -> None:
-        snap = self.history.snapshots[0]
-        n = (snap.encoder if self.kind.value == "encoder" else snap.cross).shape[0]
-        set_options(self.layer, list(range(n)), self.layer.value)
+        super()._sync_controls()
+        layers = range(snapshot_layers(self.history, self.kind.value))
+        set_options(self.layer, list(layers), self.layer.value)
 
-    def _read_params(self) -> TrainingAttentionParams:
-        return TrainingAttentionParams(self.step.value, self.kind.value, self.layer.value)
+    def _derived_params(self) -> dict[str, Any]:
+        return {"step": self.step.value, "layer": self.layer.value}  # choices from the history
 
-    def _compute(self, params: TrainingAttentionParams) -> SnapshotView:
-        snap = self.history.snapshot_at(params.step)
-        return snapshot_view(snap, self.task.tokenizer, params.kind, params.layer)
+    def _compute(self, params: TrainingParams) -> TrainingExploration:
+        return explore_training(params, self.history, self.task)
 
-    def _draw(self, r: SnapshotView) -> None:
+    def _draw(self, r: TrainingExploration) -> None:
         heads = r.weights.shape[0]
         what = {
             "cross": "rows: the token each decoder position outputs; columns: source tokens",
