@@ -45,14 +45,7 @@ from attention.explore import (
 from ..views import Heatmap, SeriesChart, TokenLines
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
-from .controls import (
-    clamp_slider,
-    dropdown,
-    int_slider,
-    panel_row,
-    refuse_clamped,
-    table_html,
-)
+from .controls import menu, panel_row, slider, table_html, text
 
 THUMB_PX = 48  # px, the side a thumbnail aims at (cells never go below 2 px)
 SCROLL_PX = 560  # px, the tallest a grid of thumbnails or a column of tokens gets before scrolling
@@ -82,6 +75,11 @@ def _thumb_cell(rows: int) -> int:
     return max(2, THUMB_PX // max(rows, 1))
 
 
+def _n_tokens(v: Any) -> int:
+    """Tokens of the text shown (the query and key sliders' range)."""
+    return len(encode_text(v.model, v.text))
+
+
 class _ModelExplorer(Explorer):
     """Model, text, layer and head controls shared by the three views of a pretrained model.
 
@@ -89,39 +87,24 @@ class _ModelExplorer(Explorer):
     head sliders within the model's sizes.
     """
 
-    def __init__(
-        self,
-        model: str,
-        text: str | None,
-        layer: int,
-        head: int,
-        *,
-        extra_controls: list[widgets.Widget],
-        body: list[widgets.Widget],
-        name: str,
-    ) -> None:
-        n_layers, n_heads = model_shape(model)  # refuses an unknown model loudly
-        self.model = dropdown("model", MODEL_NAMES, model, name="model")
-        self.text = widgets.Text(
-            value=DEFAULT_TEXTS[model] if text is None else text,
-            description="text",
-            continuous_update=False,  # one forward pass per text, not per key stroke
-            layout=widgets.Layout(width="480px"),
-        )
-        _named(self.text, "text")
-        self.layer = int_slider("layer", 0, n_layers - 1, layer, name="layer")
-        self.head = int_slider("head", 0, n_heads - 1, head, name="head")
-        if (self.layer.value, self.head.value) != (layer, head):
+    CONTROLS = (
+        menu("model", MODEL_NAMES),
+        # one forward pass per text, not per key stroke
+        text("text", width="480px", live=False),
+        slider("layer", 0, lambda v: model_shape(v.model)[0] - 1),
+        slider("head", 0, lambda v: model_shape(v.model)[1] - 1),
+    )
+
+    def _start(self, params: Any, body: list[widgets.Widget]) -> None:
+        """Build the declared controls at `params` and the explorer around them and `body`."""
+        n_layers, n_heads = model_shape(params.model)  # refuses an unknown model loudly
+        if not (0 <= params.layer < n_layers and 0 <= params.head < n_heads):
             raise ValueError(
                 f"layer, head: expected layer in [0, {n_layers}) and head in [0, {n_heads}) "
-                f"for {model!r}, got ({layer}, {head})"
+                f"for {params.model!r}, got ({params.layer}, {params.head})"
             )
-        self._last_model = model
-        super().__init__(
-            controls=[self.model, self.text, self.layer, self.head, *extra_controls],
-            body=body,
-            name=name,
-        )
+        self._last_model = params.model
+        super().__init__(controls=self.declare(params), body=body)
 
     def _sync_controls(self) -> None:
         model = self.model.value
@@ -129,9 +112,7 @@ class _ModelExplorer(Explorer):
             if self.text.value == DEFAULT_TEXTS[self._last_model]:
                 self.text.value = DEFAULT_TEXTS[model]
             self._last_model = model
-        n_layers, n_heads = model_shape(model)
-        clamp_slider(self.layer, n_layers - 1)
-        clamp_slider(self.head, n_heads - 1)
+        super()._sync_controls()
 
     def _pick(self, layer: int, head: int) -> None:
         """Open another head (a click on its thumbnail): both sliders, one refresh."""
@@ -173,14 +154,12 @@ class ModelView(_ModelExplorer):
             self.readout,
             panel_row([_scroll(self.lines, "lines-box"), self.matrix]),
         ]
-        super().__init__(model, text, layer, head, extra_controls=[], body=body, name="model-view")
+        text = DEFAULT_TEXTS.get(model, "") if text is None else text
+        self._start(ModelViewParams(model, text, layer, head), body)
         self.refresh()
 
     def _thumb_clicked(self, _row: int, _col: int, panel: int) -> None:
         self._pick(*divmod(panel, model_shape(self.model.value)[1]))
-
-    def _read_params(self) -> ModelViewParams:
-        return ModelViewParams(self.model.value, self.text.value, self.layer.value, self.head.value)
 
     def _compute(self, params: ModelViewParams) -> ModelViewExploration:
         return explore_model_view(params)
@@ -250,15 +229,14 @@ class HeadView(_ModelExplorer):
         self.readout = _named(widgets.HTML(), "readout")
         self._sent: tuple[Any, ...] = ()
         body = [self.strip, panel_row([_scroll(self.lines, "lines-box"), self.readout])]
-        super().__init__(model, text, layer, head, extra_controls=[], body=body, name="head-view")
+        text = DEFAULT_TEXTS.get(model, "") if text is None else text
+        self._start(HeadViewParams(model, text, layer, head, query), body)
         self.refresh()
 
-    def _read_params(self) -> HeadViewParams:
-        t = len(encode_text(self.model.value, self.text.value))
-        query = self.lines.selected if self.lines.selected < t else -1
-        return HeadViewParams(
-            self.model.value, self.text.value, self.layer.value, self.head.value, query
-        )
+    def _derived_params(self) -> dict[str, Any]:
+        # the query is the token picked on the lines (the view's own control), if still there
+        t = _n_tokens(self._control_values())
+        return {"query": self.lines.selected if self.lines.selected < t else -1}
 
     def _compute(self, params: HeadViewParams) -> HeadViewExploration:
         return explore_head_view(params)
@@ -309,6 +287,12 @@ class NeuronView(_ModelExplorer):
     the weight the model's attention map holds (the readout shows both).
     """
 
+    CONTROLS = (
+        *_ModelExplorer.CONTROLS,
+        slider("query", 0, lambda v: _n_tokens(v) - 1),
+        slider("key", 0, lambda v: _n_tokens(v) - 1),
+    )
+
     def __init__(
         self,
         model: str = "smollm2",
@@ -318,11 +302,6 @@ class NeuronView(_ModelExplorer):
         query: int = 1,
         key: int = 0,
     ) -> None:
-        t = len(encode_text(model, DEFAULT_TEXTS[model] if text is None else text))
-        self.query = int_slider("query", 0, t - 1, query, name="query")
-        self.key = int_slider("key", 0, t - 1, key, name="key")
-        refuse_clamped("query", self.query, query)
-        refuse_clamped("key", self.key, key)
         self.vectors = _named(
             Heatmap(title="q and k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
             "panel-vectors",
@@ -335,32 +314,9 @@ class NeuronView(_ModelExplorer):
         self.pairs = SeriesChart(name="panel-pairs", width=520, height=220)
         self.readout = _named(widgets.HTML(), "readout")
         body = [panel_row([widgets.VBox([self.vectors, self.products]), self.readout]), self.pairs]
-        super().__init__(
-            model,
-            text,
-            layer,
-            head,
-            extra_controls=[self.query, self.key],
-            body=body,
-            name="neuron-view",
-        )
+        text = DEFAULT_TEXTS.get(model, "") if text is None else text
+        self._start(NeuronParams(model, text, layer, head, query, key), body)
         self.refresh()
-
-    def _sync_controls(self) -> None:
-        super()._sync_controls()
-        t = len(encode_text(self.model.value, self.text.value))
-        for slider in (self.query, self.key):
-            clamp_slider(slider, t - 1)
-
-    def _read_params(self) -> NeuronParams:
-        return NeuronParams(
-            self.model.value,
-            self.text.value,
-            self.layer.value,
-            self.head.value,
-            self.query.value,
-            self.key.value,
-        )
 
     def _compute(self, params: NeuronParams) -> NeuronExploration:
         return explore_neuron(params)
