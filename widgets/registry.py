@@ -90,8 +90,7 @@ EXPLORERS: tuple[Entry, ...] = (
           "One head of a real model, as lines",
           "One head's weights on a text as lines from each token to the tokens it attends to; "
           "pick a query to see only its lines.",
-          "HeadView(\"minilm\", \"The animal didn't cross the street because it was too "
-          'tired.", layer=3, head=1, query=5)', "layer 3, head 1"),
+          'HeadView("minilm", layer=3, head=1, query=5)', "layer 3, head 1"),
     Entry("NeuronView", "model_view", "explore_neuron", (12,), "neuron-view",
           "Inside one score: q and k, feature by feature",
           "How one query-key score of a real model is made: the query's and the key's features "
