@@ -2,14 +2,21 @@
 
 q, k, v = X W_q, X W_k, X W_v                       (B, T, M) each
 split:    (B, T, M) -> (B, T, H, D) -> (B, H, T, D)   D = M / H
-per head: softmax(q k^T / sqrt(D)) v                (B, H, Tq, D)
+rotate:   q, k = rope(q), rope(k)                   only with `rope` (positions by rotation)
+per head: softmax(q k^T / sqrt(D)) v                (B, H, Tq, D), or any `attention_fn`
 merge:    (B, H, Tq, D) -> (B, Tq, H*D); output = merged W_o
 With n_kv_heads = Hkv < H (grouped-query attention) W_k, W_v project to Hkv * D only: each
 key/value head serves H / Hkv query heads and the key/value cache shrinks by the same factor.
+
+The steps a pretrained model changes are arguments of forward, so that LLaMA-style and
+BERT-style layers are this one module: `rope` rotates q and k between projection and
+attention, `attention_fn` replaces the attention function (FlashAttention, or a learner's
+own), `head_hook` reads or replaces each head's output before the heads are merged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +24,12 @@ from torch import Tensor, nn
 
 from ._checks import check_divisible, check_positive_int, check_tensor, divisors, shape_str
 from .functional import scaled_dot_product_attention
+
+AttentionFn = Callable[[Tensor, Tensor, Tensor, Tensor | None], object]
+"""fn(q (B, H, Tq, D), k, v (B, Hkv, Tk, D), mask or None) -> (B, H, Tq, Dv) output, or a
+result with `.output` (and `.scores`, `.weights`, `.fully_masked` when it has them). The mask
+is bool, True = may attend, broadcastable to (B, H, Tq, Tk); k and v keep their Hkv heads
+(attention.repeat_kv(k, H // Hkv) gives every query head its own copy)."""
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -36,17 +49,23 @@ def merge_heads(x: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class MultiHeadResult:
-    """Every intermediate of one multi-head attention call."""
+    """Every intermediate of one multi-head attention call.
 
-    q: Tensor  # (B, H, Tq, D)
-    k: Tensor  # (B, Hkv, Tk, D) including any cached keys; Hkv = H unless grouped
+    scores, weights and fully_masked are None when an `attention_fn` does not return them
+    (flash_attention never holds the weights).
+    """
+
+    q: Tensor  # (B, H, Tq, D) as attended: after rope, if any
+    k: Tensor  # (B, Hkv, Tk, D) including any cached keys, after rope; Hkv = H unless grouped
     v: Tensor  # (B, Hkv, Tk, D)
-    scores: Tensor  # (B, H, Tq, Tk) scaled; masked entries are -inf
-    weights: Tensor  # (B, H, Tq, Tk)
-    fully_masked: Tensor  # (B, H, Tq) bool
-    heads: Tensor  # (B, H, Tq, D) each head's output
+    scores: Tensor | None  # (B, H, Tq, Tk) scaled; masked entries are -inf
+    weights: Tensor | None  # (B, H, Tq, Tk)
+    fully_masked: Tensor | None  # (B, H, Tq) bool
+    heads: Tensor  # (B, H, Tq, D) each head's output, as merged (after any head_hook)
     concat: Tensor  # (B, Tq, M) heads merged, before the output projection
     output: Tensor  # (B, Tq, M)
+    q_raw: Tensor  # (B, H, Tq, D) before rope; q itself without rope
+    k_raw: Tensor  # (B, Hkv, Tnew, D) the keys this call projected, before rope; no cache
 
 
 class MultiHeadAttention(nn.Module):
@@ -98,6 +117,10 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         *,
         past_kv: tuple[Tensor, Tensor] | None = None,
+        rope: Callable[[Tensor], Tensor] | None = None,
+        attention_fn: AttentionFn | None = None,
+        head_hook: Callable[[Tensor], Tensor] | None = None,
+        check_finite: bool = True,
     ) -> MultiHeadResult:
         """Attend from query (B, Tq, M) to key (B, Tk, kdim) / value (B, Tk, vdim).
 
@@ -106,8 +129,11 @@ class MultiHeadAttention(nn.Module):
         `past_kv` holds the projected (k, v) of earlier decoding steps, each (B, Hkv, Tpast, D);
         the new keys and values are appended to them (a key/value cache). To reuse keys and
         values that need no new projection at all, call `attend(q, k, v, mask)`.
+        `rope` rotates q (B, H, Tq, D) and the new k (B, Hkv, Tk, D), keeping their shapes,
+        before the cache and the attention (e.g. apply_rope with the tokens' positions).
+        check_finite=False skips the scans for NaN and inf; attention_fn, head_hook: see attend.
         """
-        check_tensor("query", query, ndims=(3,))
+        check_tensor("query", query, ndims=(3,), finite=check_finite)
         if query.shape[-1] != self.d_model:
             raise ValueError(
                 f"query: expected width d_model={self.d_model}, got shape {shape_str(query.shape)}"
@@ -116,8 +142,28 @@ class MultiHeadAttention(nn.Module):
             key = value = query
         elif key is None or value is None:
             raise ValueError("key and value: give both (cross-attention) or neither (self)")
-        check_tensor("key", key, ndims=(3,))
-        check_tensor("value", value, ndims=(3,))
+        else:
+            self._check_key_value(query, key, value, check_finite)
+        q_raw = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, D)
+        k_raw = split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, Tk, D)
+        v = split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, Tk, D)
+        q, k = (q_raw, k_raw) if rope is None else (rope(q_raw), rope(k_raw))
+        if past_kv is not None:
+            for name, past in zip("kv", past_kv, strict=True):
+                if past.dim() != 4 or past.shape[:2] != k.shape[:2] or past.shape[3] != k.shape[3]:
+                    b, hkv, _, d = k.shape
+                    raise ValueError(
+                        f"past_kv: cached {name} must be (B, Hkv, Tpast, D) = ({b}, {hkv}, "
+                        f"Tpast, {d}), got {shape_str(past.shape)}"
+                    )
+            k = torch.cat([past_kv[0], k], dim=2)  # (B, Hkv, Tpast + Tk, D)
+            v = torch.cat([past_kv[1], v], dim=2)
+        steps = {"attention_fn": attention_fn, "head_hook": head_hook, "check_finite": check_finite}
+        return self.attend(q, k, v, mask, raw=(q_raw, k_raw), **steps)
+
+    def _check_key_value(self, query: Tensor, key: Tensor, value: Tensor, finite: bool) -> None:
+        check_tensor("key", key, ndims=(3,), finite=finite)
+        check_tensor("value", value, ndims=(3,), finite=finite)
         for name, x, width in (("key", key, self.kdim), ("value", value, self.vdim)):
             if x.shape[-1] != width:
                 raise ValueError(f"{name}: expected width {width}, got shape {shape_str(x.shape)}")
@@ -129,37 +175,56 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"value: length {value.shape[1]} differs from key's length {key.shape[1]}"
             )
-        q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, D)
-        k = split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, Tk, D)
-        v = split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, Tk, D)
-        if past_kv is not None:
-            for name, past in zip("kv", past_kv, strict=True):
-                if past.dim() != 4 or past.shape[:2] != k.shape[:2] or past.shape[3] != k.shape[3]:
-                    b, hkv, _, d = k.shape
-                    raise ValueError(
-                        f"past_kv: cached {name} must be (B, Hkv, Tpast, D) = ({b}, {hkv}, "
-                        f"Tpast, {d}), got {shape_str(past.shape)}"
-                    )
-            k = torch.cat([past_kv[0], k], dim=2)  # (B, Hkv, Tpast + Tk, D)
-            v = torch.cat([past_kv[1], v], dim=2)
-        return self.attend(q, k, v, mask)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> MultiHeadResult:
-        """Attend per head over projected q (B, H, Tq, D), k, v (B, Hkv, Tk, D); merge; project."""
-        if mask is not None and mask.dim() < 4:
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None,
+        *,
+        attention_fn: AttentionFn | None = None,
+        head_hook: Callable[[Tensor], Tensor] | None = None,
+        check_finite: bool = True,
+        raw: tuple[Tensor, Tensor] | None = None,
+    ) -> MultiHeadResult:
+        """Attend per head over projected q (B, H, Tq, D), k, v (B, Hkv, Tk, D); merge; project.
+
+        attention_fn: None is scaled_dot_product_attention; else see AttentionFn (e.g.
+            attention.flash_attention, or softmax(q @ k.T / sqrt(D)) @ v of your own).
+        head_hook: maps the heads' outputs (B, H, Tq, D) to a tensor of the same shape before
+            they are merged: zero a head to silence it, or patch in another run's.
+        raw: (q_raw, k_raw) for the result, q and k before rope (None: q and k themselves).
+        """
+        if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(-3)  # (B, 1, Tq, Tk): one mask for all heads
-        att = scaled_dot_product_attention(q, k, v, mask)
-        concat = merge_heads(att.output)  # (B, Tq, M)
+        if attention_fn is None:
+            att = scaled_dot_product_attention(q, k, v, mask, check_finite=check_finite)
+            heads = att.output  # (B, H, Tq, D)
+        else:
+            att = attention_fn(q, k, v, mask)
+            heads = att if isinstance(att, Tensor) else att.output  # (B, H, Tq, Dv)
+            want = (*q.shape[:-1], v.shape[-1])
+            if tuple(heads.shape) != want:
+                raise ValueError(
+                    f"attention_fn: expected an output of shape (B, H, Tq, Dv) = "
+                    f"{shape_str(want)}, got {shape_str(heads.shape)}"
+                )
+        if head_hook is not None:
+            heads = head_hook(heads)
+        concat = merge_heads(heads)  # (B, Tq, M)
         return MultiHeadResult(
             q=q,
             k=k,
             v=v,
-            scores=att.scores,
-            weights=att.weights,
-            fully_masked=att.fully_masked,
-            heads=att.output,
+            scores=getattr(att, "scores", None),
+            weights=getattr(att, "weights", None),
+            fully_masked=getattr(att, "fully_masked", None),
+            heads=heads,
             concat=concat,
             output=self.out_proj(concat),  # (B, Tq, M)
+            q_raw=q if raw is None else raw[0],
+            k_raw=k if raw is None else raw[1],
         )
 
     @torch.no_grad()
@@ -172,43 +237,31 @@ class MultiHeadAttention(nn.Module):
                 f"mha: nn.MultiheadAttention has no grouped key/value heads; loading needs "
                 f"n_kv_heads == n_heads, got n_kv_heads={self.n_kv_heads}, n_heads={self.n_heads}"
             )
-        if (mha.embed_dim, mha.num_heads, mha.kdim, mha.vdim) != (
-            self.d_model,
-            self.n_heads,
-            self.kdim,
-            self.vdim,
-        ):
+        sizes = (mha.embed_dim, mha.num_heads, mha.kdim, mha.vdim)
+        if sizes != (self.d_model, self.n_heads, self.kdim, self.vdim):
             raise ValueError(
                 f"mha: expected embed_dim={self.d_model}, num_heads={self.n_heads}, "
                 f"kdim={self.kdim}, vdim={self.vdim}; got {mha.embed_dim}, {mha.num_heads}, "
                 f"{mha.kdim}, {mha.vdim}"
             )
         if mha.in_proj_weight is not None:
-            w_q, w_k, w_v = mha.in_proj_weight.chunk(3)  # each (M, M)
+            weights = mha.in_proj_weight.chunk(3)  # W_q, W_k, W_v, each (M, M)
         else:
-            w_q, w_k, w_v = mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight
-        self.q_proj.weight.copy_(w_q)
-        self.k_proj.weight.copy_(w_k)
-        self.v_proj.weight.copy_(w_v)
-        self.out_proj.weight.copy_(mha.out_proj.weight)
+            weights = (mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight)
         if (mha.in_proj_bias is not None) != (self.q_proj.bias is not None):
             raise ValueError("mha: bias setting differs from this module's")
-        if mha.in_proj_bias is not None:
-            b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
-            self.q_proj.bias.copy_(b_q)
-            self.k_proj.bias.copy_(b_k)
-            self.v_proj.bias.copy_(b_v)
-            self.out_proj.bias.copy_(mha.out_proj.bias)
+        biases = (None,) * 3 if mha.in_proj_bias is None else mha.in_proj_bias.chunk(3)
+        weights, biases = (*weights, mha.out_proj.weight), (*biases, mha.out_proj.bias)
+        projections = (self.q_proj, self.k_proj, self.v_proj, self.out_proj)
+        for proj, w, b in zip(projections, weights, biases, strict=True):
+            proj.weight.copy_(w)
+            if b is not None:
+                proj.bias.copy_(b)
         return self
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> MultiHeadAttention:
         """Build a MultiHeadAttention with the sizes and weights of a torch one."""
-        model = cls(
-            mha.embed_dim,
-            mha.num_heads,
-            bias=mha.in_proj_bias is not None,
-            kdim=mha.kdim,
-            vdim=mha.vdim,
-        )
+        bias = mha.in_proj_bias is not None
+        model = cls(mha.embed_dim, mha.num_heads, bias=bias, kdim=mha.kdim, vdim=mha.vdim)
         return model.load_torch_weights(mha)

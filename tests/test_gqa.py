@@ -1,5 +1,7 @@
 """Grouped-query and multi-query attention: fewer key/value heads than query heads."""
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -173,3 +175,19 @@ def test_from_torch_still_works_with_equal_heads():
 def test_error_messages(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_cached_decoding_with_rope_equals_one_causal_pass():
+    """A LLaMA-style layer: the cache holds rotated keys, each step rotates by its position."""
+    torch.manual_seed(6)
+    mha = A.MultiHeadAttention(16, 4, n_kv_heads=2, bias=False)
+    x = torch.randn(1, 6, 16)
+    full = mha(x, mask=A.causal_mask(6), rope=partial(A.apply_rope, positions=torch.arange(6)))
+    past, outs = None, []
+    for t in range(6):
+        rope = partial(A.apply_rope, positions=torch.tensor([t]))
+        step = mha(x[:, t : t + 1], past_kv=past, rope=rope)
+        past = (step.k, step.v)
+        outs.append(step.output)
+    torch.testing.assert_close(past[0], full.k, atol=1e-6, rtol=1e-6)  # rotated keys cached
+    torch.testing.assert_close(torch.cat(outs, dim=1), full.output, atol=1e-5, rtol=1e-5)

@@ -34,7 +34,9 @@ from attention.explore import (
     text_loss,
     thumbnail_maps,
 )
-from attention.explore import pretrained as P
+from attention.masks import causal_mask
+from attention.multihead import split_heads
+from attention.positional import apply_rope
 from widgets.explorers.model_view import HeadView, ModelView, NeuronView
 from widgets.views.style import css
 
@@ -173,13 +175,37 @@ def test_neuron_view_at_query_zero_rope_changes_nothing():
 # --- losses: ablation and other masks -----------------------------------------------------------
 
 
-def test_decoder_forward_with_the_causal_mask_given_equals_the_models_own():
+def test_the_causal_mask_given_equals_the_models_own():
     model, tok = pretrained_model("smollm2")
     ids = torch.tensor([tok.encode(DEFAULT_TEXTS["smollm2"])])
     out = model(ids)
-    logits, maps = P._decoder_forward(ids, P.causal_mask(ids.shape[1]))
-    assert torch.equal(logits, out.logits)
-    assert all(torch.equal(a, b) for a, b in zip(maps, out.attentions, strict=True))
+    given = model(ids, mask=causal_mask(ids.shape[1]))
+    assert torch.equal(given.logits, out.logits)
+    assert all(torch.equal(a, b) for a, b in zip(given.attentions, out.attentions, strict=True))
+
+
+@pytest.mark.parametrize(("model", "layer"), [("minilm", 3), ("smollm2", 0), ("smollm2", 16)])
+def test_the_maps_q_and_k_are_the_layers_own_projections(model, layer):
+    """The reference: project the layer's input with its weights and rotate by hand."""
+    maps = model_maps(model, DEFAULT_TEXTS[model])
+    m = pretrained_model(model)[0]
+    block, cfg = m.layers[layer], m.cfg
+    x = maps.hidden_states[layer][None]  # (1, T, M) the layer's input
+    if model == "smollm2":
+        x = block.attn_norm(x)  # pre-norm: attention reads the normalised input
+    q_raw = split_heads(block.attn.q_proj(x), cfg.n_heads)[0]  # (H, T, D)
+    k_raw = split_heads(block.attn.k_proj(x), block.attn.n_kv_heads)[0]  # (Hkv, T, D)
+    torch.testing.assert_close(maps.q_raw[layer], q_raw, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(maps.k_raw[layer], k_raw, atol=1e-5, rtol=1e-5)
+    assert maps.rotary == (model == "smollm2") and maps.causal == (model == "smollm2")
+    if maps.rotary:
+        rope = {"positions": torch.arange(maps.seq_len), "base": cfg.rope_base}
+        q, k = (apply_rope(y, **rope, layout="interleaved") for y in (q_raw, k_raw))
+    else:
+        q, k = q_raw, k_raw
+        assert maps.q is maps.q_raw  # no second copy without RoPE
+    torch.testing.assert_close(maps.q[layer], q, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(maps.k[layer], k, atol=1e-5, rtol=1e-5)
 
 
 def test_text_loss_causal_no_sink_window_and_ablation():

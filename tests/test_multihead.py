@@ -1,7 +1,12 @@
-"""MultiHeadAttention against torch.nn.MultiheadAttention with copied weights; split and merge."""
+"""MultiHeadAttention against torch.nn.MultiheadAttention with copied weights; split and merge;
+the steps a pretrained model passes in (rope, attention_fn, head_hook) against references."""
+
+import math
+from functools import partial
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import attention as A
 
@@ -76,3 +81,70 @@ def test_past_kv_appends_to_the_cache():
 
 def test_divisors_lists_the_allowed_head_counts():
     assert A.divisors(12) == [1, 2, 3, 4, 6, 12]
+
+
+# ---- the steps a pretrained model changes: rope, attention_fn, head_hook ----
+
+
+def _gqa_layer(seed=5):
+    torch.manual_seed(seed)
+    return A.MultiHeadAttention(16, 4, n_kv_heads=2).requires_grad_(False), torch.randn(2, 5, 16)
+
+
+def test_rope_rotates_q_and_the_new_keys_and_keeps_both():
+    mha, x = _gqa_layer()
+    rope = partial(A.apply_rope, positions=torch.arange(5), layout="interleaved")
+    r = mha(x, mask=A.causal_mask(5), rope=rope)
+    q_raw = mha.q_proj(x).view(2, 5, 4, 4).transpose(1, 2)  # (B, H, T, D)
+    k_raw = mha.k_proj(x).view(2, 5, 2, 4).transpose(1, 2)  # (B, Hkv, T, D)
+    torch.testing.assert_close(r.q_raw, q_raw)
+    torch.testing.assert_close(r.k_raw, k_raw)
+    torch.testing.assert_close(r.q, rope(q_raw))
+    torch.testing.assert_close(r.k, rope(k_raw))
+    want = F.scaled_dot_product_attention(r.q, r.k, r.v, is_causal=True, enable_gqa=True)
+    torch.testing.assert_close(r.heads, want, atol=1e-6, rtol=1e-5)
+    plain = mha(x)
+    assert plain.q_raw is plain.q and plain.k_raw is plain.k  # without rope: the same tensors
+
+
+def test_attention_fn_flash_and_a_plain_function_give_the_same_output():
+    mha, x = _gqa_layer()
+    mask = A.causal_mask(5)
+    want = mha(x, mask=mask)
+
+    def plain(q, k, v, mask):  # softmax(q k^T / sqrt(D)) v, kv heads shared by hand
+        k, v = A.repeat_kv(k, 2), A.repeat_kv(v, 2)
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, -math.inf)
+        return torch.softmax(scores, -1) @ v
+
+    for fn in (plain, partial(A.flash_attention, block_size=2)):
+        r = mha(x, mask=mask, attention_fn=fn)
+        torch.testing.assert_close(r.output, want.output, atol=1e-6, rtol=1e-5)
+        assert r.weights is None and r.scores is None and r.fully_masked is None
+    with pytest.raises(ValueError, match=r"attention_fn: expected an output of shape \(B, H, Tq"):
+        mha(x, attention_fn=lambda q, k, v, mask: v)
+
+
+def test_head_hook_zeroing_a_head_is_zeroing_its_slice_of_out_proj():
+    mha, x = _gqa_layer()
+
+    def silence_head_1(heads):
+        heads = heads.clone()
+        heads[:, 1] = 0.0
+        return heads
+
+    r = mha(x, head_hook=silence_head_1)
+    assert float(r.heads[:, 1].abs().max()) == 0.0
+    with torch.no_grad():
+        mha.out_proj.weight[:, 4:8] = 0.0  # head 1's columns
+    torch.testing.assert_close(r.output, mha(x).output, atol=1e-6, rtol=1e-5)
+
+
+def test_check_finite_false_skips_only_the_scan():
+    mha, x = _gqa_layer()
+    x[0, 2, 3] = float("nan")
+    with pytest.raises(ValueError, match=r"query: expected finite values, got NaN or inf"):
+        mha(x)
+    assert bool(mha(x, check_finite=False).output[0].isnan().any())
+    with pytest.raises(ValueError, match=r"query: expected a 3-D tensor"):
+        mha(x[0], check_finite=False)  # every other check still runs

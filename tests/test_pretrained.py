@@ -354,7 +354,7 @@ def test_ablating_a_head_is_zeroing_its_slice_of_o_proj(smol):
     assert not torch.allclose(ablated.logits, base.logits, atol=1e-3)
     # the maps are still computed; only the heads' outputs are silenced
     torch.testing.assert_close(ablated.attentions[4], base.attentions[4])
-    o_proj = model.layers[4].attn.o_proj.weight
+    o_proj = model.layers[4].attn.out_proj.weight
     saved = o_proj[:, 2 * 64 : 3 * 64].clone()
     try:
         o_proj[:, 2 * 64 : 3 * 64] = 0.0

@@ -1,20 +1,21 @@
 """Real trained models read by the course's own attention code: maps, heads' jobs, ablations.
 
-    model_maps("minilm", text)        every layer's (H, T, T) weights of a text, cached
+    model_maps(ENCODER, text)         every layer's (H, T, T) weights, q and k of a text, cached
     explore_model_view / explore_head_view / explore_neuron    the three views' maths
     sink_share, previous_token_score, induction_score          one number per head
-    induction_scores(n=40)            SmolLM2's per-head induction scores on repeated random tokens
+    induction_scores(n=40)            the decoder's per-head induction scores on repeated tokens
     text_loss(LossParams(...))        next-token loss with heads ablated or the mask changed
-    chat_answer(question)             SmolLM2 answers; where its answer looked in the prompt
+    chat_answer(question)             the decoder answers; where its answer looked in the prompt
 
 Each model is loaded once per kernel (`pretrained_model`), and the maps of a text once per text
 (`model_maps`), so every explorer and lesson cell shares them. Loading SmolLM2 takes a few
 seconds, one forward pass of 128 tokens about one second on one CPU thread.
 
-The models' forward passes do not return queries and keys, nor take a custom mask: the neuron
-view recomputes q and k from the layer's input (`hidden_states`) with the layer's own weights,
-and `text_loss` runs SmolLM2's decoder blocks itself to pass another mask; both are checked
-against the model's own attention weights by tests/test_model_view.py.
+Nothing here depends on which model it is: the registry (attention.models.pretrained.MODELS)
+gives each model's demo text, the model says whether it is causal and rotates q and k
+(`model.causal`, `model.rotary`), and its forward pass returns each layer's q and k before and
+after RoPE, which the neuron view shows as they are. ENCODER and DECODER name the models that
+the views open on and that the loss, induction and chat experiments run.
 """
 
 from __future__ import annotations
@@ -25,23 +26,26 @@ from functools import cache, lru_cache
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..masks import causal_mask, sliding_window_mask
-from ..multihead import split_heads
-from ..positional import apply_rope
+from ..models.pretrained import (
+    DECODER,
+    ENCODER,
+    MODELS,
+    PretrainedModel,
+    Tokenizer,
+    generate,
+    load_pretrained,
+    perplexity,
+    token_losses,
+)
 from ._util import check_int
 
-MODEL_NAMES = ("minilm", "smollm2")
+MODEL_NAMES = tuple(MODELS)
 MODEL_MAX_TOKENS = 128  # longest text the views take: 30 x 9 maps of 128 x 128 are 17.7 MB
 THUMB_SIZE = 32  # thumbnails of longer texts are max-pooled down to at most this many cells
-DEFAULT_TEXTS = {
-    "minilm": "The animal didn't cross the street because it was too tired",
-    "smollm2": (
-        "It is a truth universally acknowledged, that a single man in possession of a good "
-        "fortune, must be in want of a wife."
-    ),
-}
+DEFAULT_TEXTS = {name: files.demo_text for name, files in MODELS.items()}
 LOSS_MASKS = ("causal", "no-sink", "window")
 
 
@@ -53,10 +57,8 @@ def check_model(name: object) -> str:
 
 
 @cache
-def pretrained_model(name: str) -> tuple[nn.Module, object]:
+def pretrained_model(name: str) -> tuple[PretrainedModel, Tokenizer]:
     """(model, tokenizer) of a pretrained model, loaded once per kernel and shared."""
-    from ..models import load_pretrained  # the weights' readers load only when asked
-
     return load_pretrained(check_model(name))
 
 
@@ -71,14 +73,19 @@ def model_shape(name: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class ModelMaps:
-    """One forward pass over a text: every head's attention and every layer's input."""
+    """One forward pass over a text: every head's attention, queries and keys, layer inputs."""
 
     name: str
     ids: tuple[int, ...]  # T token ids
     tokens: tuple[str, ...]  # T readable tokens
     weights: Tensor  # (L, H, T, T) each row sums to 1; causal models: 0 right of the diagonal
     hidden_states: tuple[Tensor, ...]  # L + 1 x (T, M): the input of layer l is [l]
-    causal: bool  # SmolLM2: a token sees only itself and earlier tokens
+    causal: bool  # a token sees only itself and earlier tokens (model.causal)
+    rotary: bool  # q and k are rotated by their positions (RoPE; model.rotary)
+    q_raw: Tensor  # (L, H, T, D) queries before RoPE (q itself without RoPE)
+    k_raw: Tensor  # (L, Hkv, T, D) keys before RoPE; Hkv = H unless heads share keys
+    q: Tensor  # (L, H, T, D) the queries the scores were made of
+    k: Tensor  # (L, Hkv, T, D)
 
     @property
     def n_layers(self) -> int:
@@ -97,9 +104,10 @@ def encode_text(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> tup
     """The token ids of text (MiniLM adds [CLS] ... [SEP]); ValueError if empty or too long."""
     if not isinstance(text, str):
         raise TypeError(f"text: expected a str, got {type(text).__name__}")
-    ids = tuple(pretrained_model(name)[1].encode(text))
-    if not ids or (name == "minilm" and len(ids) <= 2):
+    tok = pretrained_model(name)[1]
+    if not tok.encode(text, add_special_tokens=False):  # [CLS] and [SEP] alone are no text
         raise ValueError("text: expected at least one token, got an empty text")
+    ids = tuple(tok.encode(text))
     if len(ids) > max_tokens:
         raise ValueError(
             f"text: expected at most {max_tokens} tokens, got {len(ids)}; shorten the text"
@@ -110,12 +118,27 @@ def encode_text(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> tup
 @lru_cache(maxsize=8)
 @torch.no_grad()
 def maps_of_ids(name: str, ids: tuple[int, ...]) -> ModelMaps:
-    """Run the model once over token ids and keep every attention map (cached per ids)."""
+    """Run the model once over token ids; keep every map, q and k (cached per ids)."""
     model, tok = pretrained_model(check_model(name))
     out = model(torch.tensor([ids]))
-    weights = torch.stack([a[0] for a in out.attentions])  # (L, H, T, T)
-    hidden = tuple(h[0] for h in out.hidden_states)  # L + 1 x (T, M)
-    return ModelMaps(name, ids, tuple(tok.tokens(list(ids))), weights, hidden, name == "smollm2")
+
+    def stack(part: str) -> Tensor:  # (L, H or Hkv, T, D) of batch item 0
+        return torch.stack([getattr(layer, part)[0] for layer in out.layers])
+
+    q, k = stack("q"), stack("k")
+    return ModelMaps(
+        name=name,
+        ids=ids,
+        tokens=tuple(tok.tokens(list(ids))),
+        weights=torch.stack([a[0] for a in out.attentions]),  # (L, H, T, T)
+        hidden_states=tuple(h[0] for h in out.hidden_states),  # L + 1 x (T, M)
+        causal=model.causal,
+        rotary=model.rotary,
+        q_raw=stack("q_raw") if model.rotary else q,
+        k_raw=stack("k_raw") if model.rotary else k,
+        q=q,
+        k=k,
+    )
 
 
 def model_maps(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> ModelMaps:
@@ -151,7 +174,7 @@ def induction_score(weights: Tensor, n: int) -> Tensor:
 
 @dataclass(frozen=True)
 class InductionResult:
-    """SmolLM2 reading n random tokens twice: per-head induction scores and the loss."""
+    """The decoder reading n random tokens twice: per-head induction scores and the loss."""
 
     ids: tuple[int, ...]  # 2n ids: n random ones, then the same n again
     n: int
@@ -166,16 +189,16 @@ class InductionResult:
 def induction_scores(
     n: int = 40, seed: int = 0, ablate: tuple[tuple[int, int], ...] = ()
 ) -> InductionResult:
-    """Per-head induction scores of SmolLM2 on n random tokens (ids 1000..19999) repeated."""
+    """Per-head induction scores of the decoder on n random tokens (ids 1000..19999) repeated."""
     check_int("n", n, 2, MODEL_MAX_TOKENS // 2)
     check_int("seed", seed, 0, 2**31 - 1)
     g = torch.Generator().manual_seed(seed)
     first = torch.randint(1000, 20000, (n,), generator=g)  # (n,) ordinary word pieces
     ids = torch.cat([first, first])[None]  # (1, 2n)
-    model, _ = pretrained_model("smollm2")
-    out = model(ids, ablate=set(ablate) or None)
+    model, _ = pretrained_model(DECODER)
+    out = model(ids, ablate=ablate)
     weights = torch.stack([a[0] for a in out.attentions])  # (L, H, 2n, 2n)
-    losses = F.cross_entropy(out.logits[0, :-1], ids[0, 1:], reduction="none")  # (2n - 1,)
+    losses = token_losses(out.logits, ids)[0]  # (2n - 1,)
     return InductionResult(
         ids=tuple(ids[0].tolist()),
         n=n,
@@ -211,17 +234,26 @@ def _cached_thumbnails(name: str, ids: tuple[int, ...], size: int) -> Tensor:
 
 
 @dataclass(frozen=True)
-class ModelViewParams:
-    """Every head of a model over a text, one head opened large."""
+class ModelHeadParams:
+    """A model, a text, and one head of one layer: what the three views' params start with."""
 
-    model: str = "minilm"
-    text: str = DEFAULT_TEXTS["minilm"]
+    model: str = ENCODER
+    text: str = DEFAULT_TEXTS[ENCODER]
     layer: int = 0
     head: int = 0
-    thumb_size: int = THUMB_SIZE
 
     def __post_init__(self) -> None:
         check_model(self.model)
+
+
+@dataclass(frozen=True)
+class ModelViewParams(ModelHeadParams):
+    """Every head of a model over a text, one head opened large."""
+
+    thumb_size: int = THUMB_SIZE
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         check_int("thumb_size", self.thumb_size, 4, MODEL_MAX_TOKENS)
 
 
@@ -281,18 +313,14 @@ def explore_model_view(params: ModelViewParams) -> ModelViewExploration:
 
 
 @dataclass(frozen=True)
-class HeadViewParams:
+class HeadViewParams(ModelHeadParams):
     """One head of one layer over a text; `query` is the token whose top keys are listed."""
 
-    model: str = "minilm"
-    text: str = DEFAULT_TEXTS["minilm"]
-    layer: int = 0
-    head: int = 0
     query: int = -1  # -1: none chosen
     top_k: int = 5
 
     def __post_init__(self) -> None:
-        check_model(self.model)
+        super().__post_init__()
         check_int("top_k", self.top_k, 1, MODEL_MAX_TOKENS)
 
 
@@ -325,26 +353,21 @@ def explore_head_view(params: HeadViewParams) -> HeadViewExploration:
 
 
 @dataclass(frozen=True)
-class NeuronParams:
+class NeuronParams(ModelHeadParams):
     """One query token and one key token in one head of one layer."""
 
-    model: str = "smollm2"
-    text: str = DEFAULT_TEXTS["smollm2"]
-    layer: int = 0
-    head: int = 0
+    model: str = DECODER  # a model with RoPE shows q and k before and after the rotation
+    text: str = DEFAULT_TEXTS[DECODER]
     query: int = 1
     key: int = 0
-
-    def __post_init__(self) -> None:
-        check_model(self.model)
 
 
 @dataclass(frozen=True)
 class NeuronExploration:
     """How the score of one (query, key) pair is made: q * k, summed, scaled, softmaxed.
 
-    SmolLM2 rotates q and k by their positions (RoPE) before the product; "raw" is before the
-    rotation, "rotated" after. MiniLM has no RoPE: both are the same vectors.
+    A model with RoPE (SmolLM2) rotates q and k by their positions before the product; "raw"
+    is before the rotation, the plain names after. Without RoPE (MiniLM) both are the same.
     """
 
     params: NeuronParams
@@ -352,7 +375,7 @@ class NeuronExploration:
     key_token: str
     rope: bool  # whether the model rotates q and k
     q_raw: Tensor  # (D,) the query vector of this head, before RoPE
-    k_raw: Tensor  # (D,) the key vector (SmolLM2: of the key/value head this head shares)
+    k_raw: Tensor  # (D,) the key vector (of the key/value head this head shares, if grouped)
     q: Tensor  # (D,) after RoPE (= q_raw without RoPE)
     k: Tensor  # (D,)
     product_raw: Tensor  # (D,) q_raw * k_raw
@@ -369,23 +392,14 @@ class NeuronExploration:
 
 
 def _query_key(maps: ModelMaps, layer: int, head: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(q_raw, k_raw, q, k), each (T, D), of one head, recomputed from the layer's input."""
-    model, _ = pretrained_model(maps.name)
-    x = maps.hidden_states[layer][None]  # (1, T, M)
-    if maps.name == "minilm":
-        block = model.layers[layer]
-        q = split_heads(block.q_proj(x), model.cfg.n_heads)[0, head]  # (T, D)
-        k = split_heads(block.k_proj(x), model.cfg.n_heads)[0, head]
-        return q, k, q, k
-    cfg, block = model.cfg, model.layers[layer]
-    h = block.attn_norm(x)  # (1, T, M) pre-norm: attention reads the normalised input
-    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)  # grouped-query: shared key head
-    q_raw = split_heads(block.attn.q_proj(h), cfg.n_heads)[:, head]  # (1, T, D)
-    k_raw = split_heads(block.attn.k_proj(h), cfg.n_kv_heads)[:, kv_head]  # (1, T, D)
-    positions = torch.arange(maps.seq_len)  # (T,)
-    rope = {"base": cfg.rope_base, "layout": "interleaved"}
-    q, k = apply_rope(q_raw, positions, **rope), apply_rope(k_raw, positions, **rope)
-    return q_raw[0], k_raw[0], q[0], k[0]
+    """(q_raw, k_raw, q, k), each (T, D), of one head, as the model's forward pass made them."""
+    kv_head = head // (maps.n_heads // maps.k.shape[1])  # grouped-query: the shared key head
+    return (
+        maps.q_raw[layer, head],
+        maps.k_raw[layer, kv_head],
+        maps.q[layer, head],
+        maps.k[layer, kv_head],
+    )
 
 
 @torch.no_grad()
@@ -407,7 +421,7 @@ def explore_neuron(params: NeuronParams) -> NeuronExploration:
         params=params,
         query_token=maps.tokens[i],
         key_token=maps.tokens[j],
-        rope=maps.name == "smollm2",
+        rope=maps.rotary,
         q_raw=q_raw[i],
         k_raw=k_raw[j],
         q=q[i],
@@ -431,7 +445,7 @@ def explore_neuron(params: NeuronParams) -> NeuronExploration:
 
 @dataclass(frozen=True)
 class LossParams:
-    """SmolLM2's next-token loss on a text, with some heads silenced or another mask.
+    """The decoder's next-token loss on a text, with some heads silenced or another mask.
 
     mask: "causal" (as trained); "no-sink": no query but the first may attend to token 0;
     "window": each query sees the last `window` tokens, plus the first `sinks` tokens.
@@ -473,31 +487,20 @@ def loss_mask(params: LossParams, t: int) -> Tensor:
 
 
 @torch.no_grad()
-def _decoder_forward(ids: Tensor, mask: Tensor) -> tuple[Tensor, list[Tensor]]:
-    """SmolLM2's forward pass with another mask: (1, T) ids -> (logits, L x (1, H, T, T))."""
-    model, _ = pretrained_model("smollm2")
-    out = model(ids, mask=mask)
-    return out.logits, list(out.attentions)  # (1, T, V)
-
-
-@torch.no_grad()
 def text_loss(params: LossParams) -> LossResult:
-    """The mean next-token loss of SmolLM2 on params.text under the chosen change."""
-    model, tok = pretrained_model("smollm2")
+    """The mean next-token loss of the decoder on params.text under the chosen change."""
+    model, tok = pretrained_model(DECODER)
     ids = torch.tensor([tok.encode(params.text)[: params.max_tokens]])  # (1, T)
     t = ids.shape[1]
     if t < 5:
         raise ValueError(f"text: expected at least 5 tokens, got {t}")
-    if params.mask == "causal":
-        out = model(ids, ablate=set(params.ablate) or None)
-        logits, maps = out.logits, out.attentions
-    else:
-        if params.ablate:
-            raise ValueError("ablate: only with mask='causal'; change one thing at a time")
-        logits, maps = _decoder_forward(ids, loss_mask(params, t))
-    loss = float(F.cross_entropy(logits[0, :-1], ids[0, 1:]))
-    share = torch.stack([w[0, :, 4:, :4].mean((0, 1)) for w in maps])  # (L, 4)
-    return LossResult(params, t, loss, math.exp(loss), share)
+    if params.ablate and params.mask != "causal":
+        raise ValueError("ablate: only with mask='causal'; change one thing at a time")
+    mask = None if params.mask == "causal" else loss_mask(params, t)  # None: the model's own
+    out = model(ids, ablate=params.ablate, mask=mask)
+    losses = token_losses(out.logits, ids)  # (1, T - 1)
+    share = torch.stack([w[0, :, 4:, :4].mean((0, 1)) for w in out.attentions])  # (L, 4)
+    return LossResult(params, t, float(losses.mean()), perplexity(losses), share)
 
 
 # --- the chat model answers -----------------------------------------------------------------------
@@ -505,7 +508,7 @@ def text_loss(params: LossParams) -> LossResult:
 
 @dataclass(frozen=True)
 class ChatResult:
-    """A question in SmolLM2's chat template, its greedy answer, and where the answer looked."""
+    """A question in the decoder's chat template, its greedy answer, and where the answer looked."""
 
     question: str
     prompt: str  # the template's text: special tokens, roles, newlines, the question
@@ -520,13 +523,11 @@ class ChatResult:
 @lru_cache(maxsize=8)
 @torch.no_grad()
 def chat_answer(question: str, max_new_tokens: int = 24) -> ChatResult:
-    """Ask SmolLM2 one question (greedy decoding) and average its attention over the prompt."""
-    from ..models.pretrained import generate  # imports the generation code only when asked
-
+    """Ask the decoder one question (greedy decoding); average its attention over the prompt."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question: expected a non-empty str, got {question!r}")
     check_int("max_new_tokens", max_new_tokens, 1, 256)
-    model, tok = pretrained_model("smollm2")
+    model, tok = pretrained_model(DECODER)
     gen = generate(
         model, tok, [{"role": "user", "content": question}], max_new_tokens=max_new_tokens
     )

@@ -6,20 +6,31 @@ wrong RoPE layout does, `masked_logits` runs the model with a mask and a layout 
 choosing (its forward's `mask` and `rope_layout`); by default it equals model(ids).logits.
 
     perplexity = exp(mean over positions t of -log p(token t+1 | tokens the mask lets t see))
+
+token_losses and perplexity are attention.models.pretrained's (.loss), the same that
+explore.model_view's text_loss scores with.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..masks import causal_mask, sliding_window_mask
+from ..models.pretrained import perplexity, token_losses
+
+__all__ = [
+    "WindowRun",
+    "first_token_attention",
+    "masked_logits",
+    "token_losses",
+    "window_experiment",
+    "window_run",
+]
 
 
 @torch.no_grad()
@@ -29,17 +40,12 @@ def masked_logits(
     """SmolLM2's logits (B, T, V) with `mask` (T, T) instead of the causal mask.
 
     Args:
-        model: a SmolLM2 from attention.models.load_pretrained("smollm2").
+        model: a SmolLM2 (attention.models.pretrained.load_pretrained(DECODER)).
         ids: (B, T) token ids.
         mask: bool (T, T), True = may attend; None is causal_mask(T).
         rope_layout: "interleaved" (how the file's weights are ordered) or "half" (wrong here).
     """
     return model(ids, mask=mask, rope_layout=rope_layout, need_weights=False).logits
-
-
-def token_losses(logits: Tensor, ids: Tensor) -> Tensor:
-    """-log p(ids[:, t + 1]) from logits[:, t]: (B, T - 1) in nats."""
-    return F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ def window_run(
         name=name,
         window=window,
         sinks=sinks,
-        perplexity=math.exp(float(losses[start:].mean())),
+        perplexity=perplexity(losses[start:]),
         losses=losses,
     )
 

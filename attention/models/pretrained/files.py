@@ -26,6 +26,7 @@ class ModelFiles:
     weights: str  # the weight file, relative to the package folder
     tokenizer: str | None  # the tokenizer file, relative to the package folder (None: in weights)
     description: str
+    demo_text: str = ""  # the text the explorers open with
 
 
 MODELS: dict[str, ModelFiles] = {
@@ -36,6 +37,7 @@ MODELS: dict[str, ModelFiles] = {
         weights="model/model.safetensors",
         tokenizer="model/tokenizer.json",
         description="all-MiniLM-L6-v2: a BERT encoder, 6 layers x 12 heads, d_model 384",
+        demo_text="The animal didn't cross the street because it was too tired",
     ),
     "smollm2": ModelFiles(
         name="smollm2",
@@ -44,8 +46,14 @@ MODELS: dict[str, ModelFiles] = {
         weights="SmolLM2-135M-Instruct.Q4_1.gguf",
         tokenizer=None,
         description="SmolLM2-135M-Instruct: a LLaMA-style chat model, 30 layers x 9 heads",
+        demo_text=(
+            "It is a truth universally acknowledged, that a single man in possession of a good "
+            "fortune, must be in want of a wife."
+        ),
     ),
 }
+ENCODER = "minilm"  # the bidirectional encoder: the model views open on it
+DECODER = "smollm2"  # the causal chat model: losses, induction heads, generation, chat
 
 
 def model_files(name: str) -> ModelFiles:

@@ -5,35 +5,35 @@ One block, 6 times (post-norm, residual around each half):
     h = LayerNorm(x + out(attention(x)))             12 heads of width 32, no causal mask
     x = LayerNorm(h + down(gelu(up(h))))
 Every token attends to every other (bidirectional): the maps are full squares.
+The attention is the core's MultiHeadAttention; each block returns what it computed (q, k, v,
+weights, each head's output) in `out.layers`, and hooks and ablation work as .blocks describes.
 sentence embedding = mean of the last hidden states over real tokens, scaled to length 1
 (how sentence-transformers trained this model to compare sentences).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..._checks import shape_str
-from ...functional import scaled_dot_product_attention
-from ...multihead import merge_heads, split_heads
-from .checks import check_ids, heads_to_keep
+from ...multihead import AttentionFn, MultiHeadAttention, MultiHeadResult
+from .blocks import Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
+from .checks import check_ids
 
 
 @dataclass(frozen=True)
-class MiniLMConfig:
-    """Sizes of a BERT encoder (defaults: all-MiniLM-L6-v2)."""
+class MiniLMConfig(ModelSizes):
+    """Sizes of a BERT encoder. all-MiniLM-L6-v2: vocab_size 30522, d_model 384, 6 layers,
+    12 heads, d_ff 1536 (the defaults below are its own)."""
 
-    vocab_size: int = 30522
-    d_model: int = 384
-    n_layers: int = 6
-    n_heads: int = 12
-    d_ff: int = 1536
     max_seq_len: int = 512
-    n_types: int = 2
+    n_types: int = 2  # token types (sentence A / B); every token here is type 0
     norm_eps: float = 1e-12
 
     @classmethod
@@ -45,6 +45,7 @@ class MiniLMConfig:
             vocab_size=vocab,
             d_model=d_model,
             n_layers=n_layers,
+            n_heads=12,
             d_ff=tensors["encoder.layer.0.intermediate.dense.weight"].shape[0],
             max_seq_len=tensors["embeddings.position_embeddings.weight"].shape[0],
             n_types=tensors["embeddings.token_type_embeddings.weight"].shape[0],
@@ -52,44 +53,40 @@ class MiniLMConfig:
 
 
 @dataclass(frozen=True)
-class EncoderOutput:
-    """What one forward pass of the encoder computed."""
+class EncoderOutput(ModelOutput):
+    """What one forward pass of the encoder computed: `layers` (q, k, v, weights, heads of each
+    layer), `hidden_states`, `attentions` (each layer's weights), and:"""
 
     hidden: Tensor  # (B, T, M) the last layer's hidden states
-    attentions: tuple[Tensor, ...]  # n_layers x (B, H, T, T); () if need_weights=False
-    hidden_states: tuple[Tensor, ...]  # n_layers + 1 x (B, T, M): embeddings, then each block
 
 
 class EncoderBlock(nn.Module):
-    """Post-norm BERT block: LayerNorm(x + attention(x)), then LayerNorm(h + ffn(h))."""
+    """Post-norm BERT block: LayerNorm(x + attention(x)), then LayerNorm(h + ffn(h)).
+
+    The attention is the core's MultiHeadAttention (12 heads, biases, no positions of its own).
+    """
 
     def __init__(self, cfg: MiniLMConfig) -> None:
         super().__init__()
-        self.n_heads = cfg.n_heads
-        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.v_proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.o_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
         self.attn_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
         self.up = nn.Linear(cfg.d_model, cfg.d_ff)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model)
         self.ffn_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None, keep: Tensor | None) -> tuple[Tensor, Tensor]:
-        """x (B, T, M) -> (output (B, T, M), weights (B, H, T, T))."""
-        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, D)
-        k = split_heads(self.k_proj(x), self.n_heads)
-        v = split_heads(self.v_proj(x), self.n_heads)
-        att = scaled_dot_product_attention(q, k, v, mask, check_finite=False)  # finite weights
-        heads = att.output  # (B, H, T, D)
-        if keep is not None:  # ablation: silence chosen heads before they are mixed
-            heads = heads * keep.to(heads)[:, None, None]
-        h = self.attn_norm(x + self.o_proj(merge_heads(heads)))  # (B, T, M)
-        return self.ffn_norm(h + self.down(F.gelu(self.up(h)))), att.weights
+    def forward(self, x: Tensor, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
+        """x (B, T, M) -> (output (B, T, M), what the attention computed); attn: the keywords
+        of MultiHeadAttention.forward (mask, attention_fn, head_hook, ...)."""
+        a = self.attn(x, **attn)
+        h = self.attn_norm(x + a.output)  # (B, T, M)
+        return self.ffn_norm(h + self.down(F.gelu(self.up(h)))), a
 
 
-class MiniLM(nn.Module):
+class MiniLM(PretrainedModel):
     """The encoder; build it with `load_pretrained("minilm")` or `from_hf_tensors`."""
+
+    causal = False
+    rotary = False
 
     def __init__(self, cfg: MiniLMConfig) -> None:
         super().__init__()
@@ -107,16 +104,18 @@ class MiniLM(nn.Module):
         *,
         attention_mask: Tensor | None = None,
         need_weights: bool = True,
-        ablate: set[tuple[int, int]] | None = None,
+        ablate: Iterable[tuple[int, int]] | None = None,
+        hooks: Mapping[str, Hook] | None = None,
+        attention_fn: AttentionFn | None = None,
     ) -> EncoderOutput:
-        """Contextual hidden states for every token of `ids`, with every layer's attention maps.
+        """Contextual hidden states for every token of `ids`, with what every layer computed.
 
         Args:
             ids: (B, T) token ids (tokenizer.encode adds [CLS] ... [SEP]).
             attention_mask: (B, T) bool, True = a real token, False = padding that no token
                 may attend to. None: all tokens are real.
-            need_weights: keep the attention maps.
-            ablate: (layer, head) pairs whose head output is zeroed; None changes nothing.
+            need_weights: keep each layer's result (q, k, v, weights, heads).
+            ablate, hooks, attention_fn: as SmolLM2.forward takes them (the same hook points).
         """
         cfg = self.cfg
         check_ids(ids, vocab_size=cfg.vocab_size, max_len=cfg.max_seq_len)
@@ -134,17 +133,19 @@ class MiniLM(nn.Module):
                     f"{shape_str(attention_mask.shape)}"
                 )
             mask = attention_mask[:, None, None, :]  # (B, 1, 1, Tk): keys only
-        keep = heads_to_keep(ablate, cfg.n_layers, cfg.n_heads)
+        hooks = prepare_hooks(self, hooks, ablate)
         positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
         x = self.word_embed(ids) + self.pos_embed(positions) + self.type_embed.weight[0]
-        x = self.embed_norm(x)  # (B, T, M)
-        hidden, maps = [x], []
-        for i, layer in enumerate(self.layers):
-            x, weights = layer(x, mask, keep.get(i))
-            hidden.append(x)
-            if need_weights:
-                maps.append(weights)  # (B, H, T, T)
-        return EncoderOutput(hidden=x, attentions=tuple(maps), hidden_states=tuple(hidden))
+        run = run_blocks(
+            self.layers,
+            self.embed_norm(x),  # (B, T, M)
+            hooks,
+            keep=need_weights,
+            mask=mask,
+            attention_fn=attention_fn,
+            check_finite=False,  # the inputs are finite by construction (checked ids)
+        )
+        return EncoderOutput(layers=run.layers, hidden_states=run.hidden_states, hidden=run.output)
 
     def sentence_embedding(self, ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """(B, T) ids -> (B, M) unit vectors: the mean hidden state over real tokens.
@@ -169,10 +170,10 @@ class MiniLM(nn.Module):
             "embeddings.LayerNorm.bias": "embed_norm.bias",
         }
         parts = {
-            "attention.self.query": "q_proj",
-            "attention.self.key": "k_proj",
-            "attention.self.value": "v_proj",
-            "attention.output.dense": "o_proj",
+            "attention.self.query": "attn.q_proj",
+            "attention.self.key": "attn.k_proj",
+            "attention.self.value": "attn.v_proj",
+            "attention.output.dense": "attn.out_proj",
             "attention.output.LayerNorm": "attn_norm",
             "intermediate.dense": "up",
             "output.dense": "down",

@@ -1,11 +1,16 @@
 """SmolLM2-135M-Instruct, a LLaMA-style decoder, with every attention map computed by the core.
 
 One block, 30 times (pre-norm, residual around each half):
-    h = x + o_proj(attention(RMSNorm(x)))      9 query heads share 3 key/value heads (GQA),
+    h = x + out_proj(attention(RMSNorm(x)))    9 query heads share 3 key/value heads (GQA),
                                                q and k rotated by RoPE, causal mask
     y = h + down(silu(gate(RMSNorm(h))) * up(RMSNorm(h)))          SwiGLU feed-forward
 logits = RMSNorm(y) @ embed.T                   tied: the input embedding is the output layer
 RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight    (no mean subtracted, no bias)
+
+The attention is the core's MultiHeadAttention(n_kv_heads=3): the model hands it RoPE for the
+tokens' positions (one rotation function per forward pass), the mask and the attention
+function, and each block returns what it computed (q and k before and after RoPE, v, weights,
+each head's output) in `out.layers`; hooks and ablation work as .blocks describes.
 
 The weights come from a GGUF file. Its q and k rows are ordered for RoPE's interleaved pairs
 (2i, 2i + 1), so the rotation uses layout="interleaved"; the attention weights equal those of
@@ -14,37 +19,32 @@ Hugging Face's model, which reorders the rows and rotates halves.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..._checks import check_mask
-from ...functional import scaled_dot_product_attention
 from ...masks import causal_mask
-from ...multihead import merge_heads, split_heads
+from ...multihead import AttentionFn, MultiHeadAttention, MultiHeadResult
 from ...positional import apply_rope
-from .checks import check_ids, heads_to_keep
+from .blocks import Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
+from .checks import check_ids
 
 
 @dataclass(frozen=True)
-class SmolLM2Config:
-    """Sizes of a LLaMA-style decoder (defaults: SmolLM2-135M)."""
+class SmolLM2Config(ModelSizes):
+    """Sizes of a LLaMA-style decoder. SmolLM2-135M: vocab_size 49152, d_model 576, 30 layers,
+    9 heads sharing 3 key/value heads, d_ff 1536 (the defaults below are its own)."""
 
-    vocab_size: int = 49152
-    d_model: int = 576
-    n_layers: int = 30
-    n_heads: int = 9
-    n_kv_heads: int = 3
-    d_ff: int = 1536
+    n_kv_heads: int = 3  # Hkv, dividing H
     rope_base: float = 100000.0
     norm_eps: float = 1e-5
     max_seq_len: int = 8192
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
 
     @classmethod
     def from_gguf(cls, metadata: dict[str, object]) -> SmolLM2Config:
@@ -79,12 +79,11 @@ class KVCache:
 
 
 @dataclass(frozen=True)
-class CausalLMOutput:
-    """What one forward pass of the decoder computed."""
+class CausalLMOutput(ModelOutput):
+    """What one forward pass of the decoder computed: `layers` (q, k, v, weights, heads of each
+    layer), `hidden_states`, `attentions` (each layer's weights), and:"""
 
     logits: Tensor  # (B, T, V) scores for the token after each position; (B, 1, V) if last_only
-    attentions: tuple[Tensor, ...]  # n_layers x (B, H, T, Tpast + T); () if need_weights=False
-    hidden_states: tuple[Tensor, ...]  # n_layers + 1 x (B, T, M): embeddings, then each block
     cache: KVCache | None  # keys/values up to this call's last token, if use_cache
 
 
@@ -98,44 +97,6 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
-
-
-class GroupedQueryAttention(nn.Module):
-    """Causal self-attention whose H query heads share Hkv key/value heads, with RoPE."""
-
-    def __init__(self, cfg: SmolLM2Config) -> None:
-        super().__init__()
-        self.cfg = cfg
-        d_kv = cfg.n_kv_heads * cfg.d_head
-        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-        self.k_proj = nn.Linear(cfg.d_model, d_kv, bias=False)
-        self.v_proj = nn.Linear(cfg.d_model, d_kv, bias=False)
-        self.o_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-
-    def forward(
-        self,
-        x: Tensor,
-        positions: Tensor,
-        mask: Tensor,
-        past: tuple[Tensor, Tensor] | None,
-        keep: Tensor | None,
-        rope_layout: str = "interleaved",
-    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
-        """x (B, T, M) -> (output (B, T, M), weights (B, H, T, Tk), (k, v) incl. the past)."""
-        cfg = self.cfg
-        rope = {"base": cfg.rope_base, "layout": rope_layout}
-        q = apply_rope(split_heads(self.q_proj(x), cfg.n_heads), positions, **rope)  # (B,H,T,D)
-        k = apply_rope(split_heads(self.k_proj(x), cfg.n_kv_heads), positions, **rope)  # Hkv
-        v = split_heads(self.v_proj(x), cfg.n_kv_heads)  # (B, Hkv, T, D)
-        if past is not None:
-            k = torch.cat([past[0], k], dim=2)  # (B, Hkv, Tpast + T, D)
-            v = torch.cat([past[1], v], dim=2)
-        # GQA: the core shares the kv heads; the inputs are finite by construction (checked ids)
-        att = scaled_dot_product_attention(q, k, v, mask, check_finite=False)
-        heads = att.output  # (B, H, T, D)
-        if keep is not None:  # ablation: silence chosen heads before they are mixed
-            heads = heads * keep.to(heads)[:, None, None]
-        return self.o_proj(merge_heads(heads)), att.weights, (k, v)  # (B, T, M)
 
 
 class SwiGLU(nn.Module):
@@ -152,32 +113,32 @@ class SwiGLU(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    """Pre-norm block: x + attention(norm(x)), then + feed_forward(norm(.))."""
+    """Pre-norm block: x + attention(norm(x)), then + feed_forward(norm(.)).
+
+    The attention is the core's MultiHeadAttention with H query heads sharing Hkv key/value
+    heads (grouped-query attention), RoPE passed in as its `rope` step, no biases.
+    """
 
     def __init__(self, cfg: SmolLM2Config) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.attn = GroupedQueryAttention(cfg)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, bias=False)
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.ffn = SwiGLU(cfg)
 
-    def forward(
-        self,
-        x: Tensor,
-        positions: Tensor,
-        mask: Tensor,
-        past: tuple[Tensor, Tensor] | None,
-        keep: Tensor | None,
-        rope_layout: str = "interleaved",
-    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
-        """x (B, T, M) -> (output (B, T, M), weights (B, H, T, Tk), (k, v)); see the attention."""
-        a, weights, kv = self.attn(self.attn_norm(x), positions, mask, past, keep, rope_layout)
-        h = x + a  # (B, T, M)
-        return h + self.ffn(self.ffn_norm(h)), weights, kv
+    def forward(self, x: Tensor, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
+        """x (B, T, M) -> (output (B, T, M), what the attention computed); attn: the keywords
+        of MultiHeadAttention.forward (mask, past_kv, rope, attention_fn, head_hook, ...)."""
+        a = self.attn(self.attn_norm(x), **attn)
+        h = x + a.output  # (B, T, M)
+        return h + self.ffn(self.ffn_norm(h)), a
 
 
-class SmolLM2(nn.Module):
+class SmolLM2(PretrainedModel):
     """The decoder; build it with `load_pretrained("smollm2")` or `from_gguf_tensors`."""
+
+    causal = True
+    rotary = True
 
     def __init__(self, cfg: SmolLM2Config) -> None:
         super().__init__()
@@ -195,22 +156,30 @@ class SmolLM2(nn.Module):
         use_cache: bool = False,
         need_weights: bool = True,
         last_only: bool = False,
-        ablate: set[tuple[int, int]] | None = None,
+        ablate: Iterable[tuple[int, int]] | None = None,
+        hooks: Mapping[str, Hook] | None = None,
+        attention_fn: AttentionFn | None = None,
         mask: Tensor | None = None,
         rope_layout: str = "interleaved",
     ) -> CausalLMOutput:
-        """Next-token logits for every position of `ids`, with every layer's attention maps.
+        """Next-token logits for every position of `ids`, with what every layer computed.
 
         Args:
             ids: (B, T) token ids.
             cache: keys/values of earlier tokens (from a previous call with use_cache=True);
                 `ids` then holds only the new tokens, at positions cache.length onwards.
             use_cache: return the keys/values up to the last token in `.cache`.
-            need_weights: keep the attention maps (False saves memory when generating).
+            need_weights: keep each layer's result (q, k, v, weights, heads); False saves
+                memory when generating.
             last_only: compute logits for the last position only, (B, 1, V): all that
                 generation needs, and the output layer is a quarter of the work.
             ablate: (layer, head) pairs whose head output is zeroed; None or empty changes
-                nothing, bit for bit.
+                nothing, bit for bit. A shorthand for head_out hooks.
+            hooks: {hook point: fn} to read or replace activations (see .blocks; the names
+                are model.hook_names()). None or {} is the plain forward pass, bit for bit.
+            attention_fn: the attention function of every layer (see MultiHeadAttention):
+                None is the core's scaled_dot_product_attention; attention.flash_attention,
+                or a function of your own, fn(q, k, v, mask) -> output.
             mask: bool, (T, Tpast + T) or broadcasting to it, True = may attend, instead of
                 the causal mask the model was trained with (an experiment: a sliding window,
                 sinks, a removed key). None is the causal mask.
@@ -219,8 +188,8 @@ class SmolLM2(nn.Module):
 
         Raises:
             TypeError / ValueError: ids not a (B, T) integer tensor of ids in [0, V), a cache
-                of another batch size, bad `ablate` pairs, a mask of another shape or dtype,
-                or an unknown rope_layout.
+                of another batch size, bad `ablate` pairs or hooks, a mask of another shape or
+                dtype, or an unknown rope_layout.
         """
         cfg = self.cfg
         past = 0 if cache is None else cache.length
@@ -229,33 +198,33 @@ class SmolLM2(nn.Module):
             raise ValueError(
                 f"cache: holds a batch of {cache.keys[0].shape[0]}, got ids of batch {ids.shape[0]}"
             )
-        keep = heads_to_keep(ablate, cfg.n_layers, cfg.n_heads)
+        hooks = prepare_hooks(self, hooks, ablate)
         t = ids.shape[1]
-        positions = torch.arange(past, past + t, device=ids.device)  # (T,)
         if mask is None:
             mask = causal_mask(t, past + t, offset=past, device=ids.device)  # (T, Tpast + T)
         else:
             check_mask(mask, (t, past + t))
         if rope_layout not in ("half", "interleaved"):
             raise ValueError(f"rope_layout: expected 'half' or 'interleaved', got {rope_layout!r}")
-        x = self.embed(ids)  # (B, T, M)
-        hidden, maps, keys, values = [x], [], [], []
-        for i, layer in enumerate(self.layers):
-            layer_past = None if cache is None else (cache.keys[i], cache.values[i])
-            x, weights, (k, v) = layer(x, positions, mask, layer_past, keep.get(i), rope_layout)
-            hidden.append(x)
-            if need_weights:
-                maps.append(weights)  # (B, H, T, Tpast + T)
-            keys.append(k)
-            values.append(v)
-        if last_only:
-            x = x[:, -1:]  # (B, 1, M)
+        positions = torch.arange(past, past + t, device=ids.device)  # (T,)
+        run = run_blocks(
+            self.layers,
+            self.embed(ids),  # (B, T, M)
+            hooks,
+            keep=need_weights,
+            pasts=None if cache is None else tuple(zip(cache.keys, cache.values, strict=True)),
+            mask=mask,
+            rope=partial(apply_rope, positions=positions, base=cfg.rope_base, layout=rope_layout),
+            attention_fn=attention_fn,
+            check_finite=False,  # the inputs are finite by construction (checked ids)
+        )
+        x = run.output[:, -1:] if last_only else run.output  # (B, T, M) or (B, 1, M)
         logits = F.linear(self.norm(x), self.embed.weight)  # (B, T, V), tied weights
         return CausalLMOutput(
+            layers=run.layers,
+            hidden_states=run.hidden_states,
             logits=logits,
-            attentions=tuple(maps),
-            hidden_states=tuple(hidden),
-            cache=KVCache(tuple(keys), tuple(values)) if use_cache else None,
+            cache=KVCache(*zip(*run.kv, strict=True)) if use_cache else None,  # keys, values
         )
 
     @classmethod
@@ -271,7 +240,7 @@ class SmolLM2(nn.Module):
             "attn_q": "attn.q_proj",
             "attn_k": "attn.k_proj",
             "attn_v": "attn.v_proj",
-            "attn_output": "attn.o_proj",
+            "attn_output": "attn.out_proj",
             "ffn_norm": "ffn_norm",
             "ffn_gate": "ffn.gate",
             "ffn_up": "ffn.up",

