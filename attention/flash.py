@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -32,6 +32,8 @@ from torch import Tensor
 from ._checks import check_mask, check_positive_int, check_tensor
 from .functional import check_attention_inputs, repeat_kv
 from .masks import causal_mask
+
+BLOCK = 128  # queries and keys per tile unless block_size says otherwise
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def _loop(q, k, v, mask, causal, scale, block_q, block_k, out, lse) -> Iterator[
             yield FlashStep(i, j, (r0, r1), (c0, c1), s, m, l, acc, last, read, written)
 
 
-def _prepare(query, key, value, mask, causal, scale, block_size) -> tuple:
+def _prepare(query, key, value, mask, causal=False, scale=None, block_size=BLOCK) -> tuple:
     n_rep, scale = check_attention_inputs(query, key, value, scale)
     if n_rep > 1:
         key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)  # (B, H, Tk, D)
@@ -164,21 +166,17 @@ def _prepare(query, key, value, mask, causal, scale, block_size) -> tuple:
     return query, key, value, mask, causal, scale, block_q, block_k, out, lse
 
 
-def flash_attention_steps(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    mask: Tensor | None = None,
-    *,
-    causal: bool = False,
-    scale: float | None = None,
-    block_size: int | tuple[int, int] = 128,
-) -> Iterator[FlashStep]:
+def flash_attention_steps(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                          **options: Any) -> Iterator[FlashStep]:  # fmt: skip
     """FlashAttention one step at a time: a FlashStep per (query tile, key tile), in loop order.
 
-    The arguments are flash_attention's; inputs are checked before the first step.
+    The arguments are flash_attention's (options: causal, scale, block_size); inputs are checked
+    before the first step.
     """
-    return _loop(*_prepare(query, key, value, mask, causal, scale, block_size))
+    if unknown := sorted(set(options) - {"causal", "scale", "block_size"}):
+        raise TypeError(f"flash_attention_steps: expected options causal, scale, block_size; "
+                        f"got {unknown}")  # fmt: skip
+    return _loop(*_prepare(query, key, value, mask, **options))
 
 
 def flash_attention(
@@ -189,7 +187,7 @@ def flash_attention(
     *,
     causal: bool = False,
     scale: float | None = None,
-    block_size: int | tuple[int, int] = 128,
+    block_size: int | tuple[int, int] = BLOCK,
 ) -> FlashResult:
     """Exact attention computed tile by tile, never holding more than (bq, bk) scores.
 

@@ -284,3 +284,11 @@ def test_naive_traffic_formula_and_the_quadratic_gap():
 def test_error_messages(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_steps_refuse_an_option_flash_attention_does_not_take() -> None:
+    q = torch.randn(4, 8)
+    with pytest.raises(
+        TypeError, match=r"expected options causal, scale, block_size; got \['blok_size'\]"
+    ):
+        A.flash_attention_steps(q, q, q, blok_size=2)

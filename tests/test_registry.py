@@ -92,14 +92,14 @@ def test_public_names_come_from_the_registry() -> None:
     names = {e.name for e in registry.EXPLORERS}
     assert names <= set(widgets.__all__) and names <= set(widgets.explorers.__all__)
     assert set(widgets.explorers.__all__) == names | set(registry.OTHER_PUBLIC)
-    with pytest.raises(KeyError, match="'NoSuchExplorer' is not in widgets/registry.py"):
+    with pytest.raises(KeyError, match="'NoSuchExplorer' is not in widgets/explorers.toml"):
         registry.entry("NoSuchExplorer")
 
 
 def test_gallery_is_written_from_the_registry() -> None:
     nb = json.loads(registry.GALLERY.read_text())
     cells = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
-    assert cells == registry.gallery_cells(), "run: python -m widgets.registry"
+    assert cells == registry.gallery_cells(), "run: make gallery"
     assert all(c.get("outputs", []) == [] for c in nb["cells"])
 
 
@@ -195,9 +195,41 @@ class ToyExplorer(Explorer):
 """
 
 
+TOY_TABLE = """
+[[explorer]]
+name = "ToyExplorer"
+stem = "toy"
+function = "explore_toy"
+lessons = [4]
+slug = "toy-explorer"
+title = "A toy"
+about = "One slider, one heatmap."
+"""
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            TOY_TABLE.replace("slug", "slog"),
+            r"explorer 1 \(ToyExplorer\): unknown fields \['slog'\]",
+        ),
+        (TOY_TABLE.replace('title = "A toy"', ""), r"missing fields \['title'\]"),
+        (TOY_TABLE.replace("[4]", "4"), "lessons: expected a list of lesson numbers, got 4"),
+        (TOY_TABLE.replace('"toy"', "3"), r"expected text for \['stem'\]"),
+        (TOY_TABLE * 2, r"\['ToyExplorer'\] listed more than once"),
+    ],
+)
+def test_a_damaged_registry_is_refused_by_name(tmp_path: Path, table: str, message: str) -> None:
+    data = tmp_path / "explorers.toml"
+    data.write_text(table, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        registry._load(data)
+
+
 @pytest.fixture
 def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Two new files (the pure function, the explorer) and one registry line, undone after."""
+    """Two new files (the pure function, the explorer) and one table of explorers.toml."""
     (tmp_path / "explore").mkdir()
     (tmp_path / "explorers").mkdir()
     (tmp_path / "explore" / "toy.py").write_text(TOY_EXPLORE)
@@ -206,8 +238,9 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                                                        str(tmp_path / "explore")])  # fmt: skip
     monkeypatch.setattr(widgets.explorers, "__path__", [*widgets.explorers.__path__,
                                                        str(tmp_path / "explorers")])  # fmt: skip
-    entry = registry.Entry("ToyExplorer", "toy", "explore_toy", (4,), "toy-explorer",
-                           "A toy", "One slider, one heatmap.")  # fmt: skip
+    data = tmp_path / "explorers.toml"  # the real registry plus one table
+    data.write_text(registry.DATA.read_text(encoding="utf-8") + TOY_TABLE, encoding="utf-8")
+    *_, entry = registry._load(data)
     registry.register(entry)
     yield entry
     registry.unregister("ToyExplorer")
@@ -217,7 +250,7 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         sys.modules.pop(name, None)
 
 
-def test_a_toy_explorer_needs_two_files_and_one_registry_line(toy: registry.Entry) -> None:
+def test_a_toy_explorer_needs_two_files_and_one_registry_table(toy: registry.Entry) -> None:
     check_entry(toy)
     assert "ToyExplorer" in dir(widgets) and "ToyExplorer" in dir(widgets.explorers)
     explorer = widgets.ToyExplorer(n=4)
