@@ -16,9 +16,18 @@ Reading order: functional (the attention function), masks, additive, pooling (le
 memory slots, the tanh layer), multihead, positional, layers (feed-forward, encoder and decoder
 layers), transformer, flash (the same attention tile by tile in O(T) memory), memory (KV cache
 bytes, naive vs flash memory traffic).
+After 2024: latent (multi-head latent attention, DeepSeek's MLA), linear (linear attention as an
+RNN, the gated delta rule), differential (one softmax map minus another), sparse (top-k),
+paged (a block table over a paged KV cache).
 """
 
 from .additive import AdditiveAttention
+from .differential import (
+    DifferentialResult,
+    differential_attention,
+    differential_lambda,
+    lambda_init,
+)
 from .flash import (
     FlashResult,
     FlashStep,
@@ -29,7 +38,16 @@ from .flash import (
     online_softmax_steps,
 )
 from .functional import AttentionResult, masked_softmax, repeat_kv, scaled_dot_product_attention
+from .latent import LatentResult, MultiHeadLatentAttention
 from .layers import DecoderLayer, DecoderLayerResult, EncoderLayer, EncoderLayerResult, FeedForward
+from .linear import (
+    LinearAttentionResult,
+    delta_rule,
+    delta_rule_recurrent,
+    elu_plus_one,
+    linear_attention,
+    linear_attention_recurrent,
+)
 from .masks import (
     causal_mask,
     from_additive_mask,
@@ -44,11 +62,15 @@ from .masks import (
 from .memory import (
     MemoryTraffic,
     cache_bytes,
+    cache_bytes_by_kind,
     flash_attention_traffic,
     kv_cache_bytes,
+    linear_state_bytes,
+    mla_cache_bytes,
     naive_attention_traffic,
 )
 from .multihead import MultiHeadAttention, MultiHeadResult, divisors, merge_heads, split_heads
+from .paged import PagedKVCache, PagingMemory, paged_attention, paging_memory
 from .pooling import AttentionPool, MemorySlots, PoolingResult, TanhAttention, TanhAttentionResult
 from .positional import (
     alibi_bias,
@@ -56,6 +78,7 @@ from .positional import (
     apply_rope,
     sinusoidal_positional_encoding,
 )
+from .sparse import TopKResult, topk_attention
 from .transformer import (
     Decoder,
     DecoderResult,
@@ -76,6 +99,7 @@ __all__ = [
     "DecoderLayer",
     "DecoderLayerResult",
     "DecoderResult",
+    "DifferentialResult",
     "Encoder",
     "EncoderLayer",
     "EncoderLayerResult",
@@ -83,14 +107,20 @@ __all__ = [
     "FeedForward",
     "FlashResult",
     "FlashStep",
+    "LatentResult",
+    "LinearAttentionResult",
     "MemorySlots",
     "MemoryTraffic",
     "MultiHeadAttention",
+    "MultiHeadLatentAttention",
     "MultiHeadResult",
+    "PagedKVCache",
+    "PagingMemory",
     "PoolingResult",
     "SoftmaxState",
     "TanhAttention",
     "TanhAttentionResult",
+    "TopKResult",
     "Transformer",
     "TransformerConfig",
     "TransformerResult",
@@ -98,22 +128,35 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "cache_bytes",
+    "cache_bytes_by_kind",
     "causal_mask",
     "count_parameters",
+    "delta_rule",
+    "delta_rule_recurrent",
+    "differential_attention",
+    "differential_lambda",
     "divisors",
+    "elu_plus_one",
     "flash_attention",
     "flash_attention_steps",
     "flash_attention_traffic",
     "from_additive_mask",
     "from_key_padding_mask",
     "kv_cache_bytes",
+    "lambda_init",
+    "linear_attention",
+    "linear_attention_recurrent",
+    "linear_state_bytes",
     "mask_to_valid_lens",
     "masked_softmax",
     "merge_heads",
+    "mla_cache_bytes",
     "naive_attention_traffic",
     "online_softmax",
     "online_softmax_steps",
     "padding_mask",
+    "paged_attention",
+    "paging_memory",
     "parameter_formula",
     "repeat_kv",
     "scaled_dot_product_attention",
@@ -122,5 +165,6 @@ __all__ = [
     "split_heads",
     "to_additive_mask",
     "to_key_padding_mask",
+    "topk_attention",
     "valid_lens_to_mask",
 ]

@@ -3,6 +3,9 @@
 KV cache: when decoding, each layer keeps one key and one value vector per kv head per token:
     bytes = 2 x n_layers x n_kv_heads x d_head x seq_len x batch x bytes_per_value
 Grouped-query attention divides it by H / Hkv. `cache_bytes` measures what a real cache holds.
+Multi-head latent attention (latent.py) caches R + Dr numbers per token and layer, shared by all
+heads; linear attention (linear.py) keeps a (D, Dv) state per head whatever the length; a sliding
+window keeps the last W tokens. `cache_bytes_by_kind` puts them side by side for one model size.
 
 Traffic between main memory (HBM) and fast on-chip memory (SRAM) for one (batch, head) slice,
 under flash.py's memory model:
@@ -62,6 +65,87 @@ def kv_cache_bytes(
         check_positive_int(name, value)
     per_value = _value_bytes(dtype, bytes_per_value)
     return _whole(2 * n_layers * n_kv_heads * d_head * seq_len * batch * per_value)
+
+
+def mla_cache_bytes(
+    *,
+    n_layers: int,
+    kv_rank: int,
+    d_rope: int,
+    seq_len: int,
+    batch: int = 1,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> int | float:
+    """Bytes of a multi-head latent attention cache: n_layers x (R + Dr) x seq_len x batch x bytes.
+
+    One latent c (width kv_rank R) and one rotated key part (width d_rope Dr) per token and
+    layer, whatever the number of heads. DeepSeek-V3: R = 512, Dr = 64.
+    """
+    sizes = dict(n_layers=n_layers, kv_rank=kv_rank, d_rope=d_rope, seq_len=seq_len, batch=batch)
+    for name, value in sizes.items():
+        check_positive_int(name, value)
+    per_value = _value_bytes(dtype, bytes_per_value)
+    return _whole(n_layers * (kv_rank + d_rope) * seq_len * batch * per_value)
+
+
+def linear_state_bytes(
+    *,
+    n_layers: int,
+    n_heads: int,
+    d_key: int,
+    d_value: int,
+    batch: int = 1,
+    normalizer: bool = False,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> int | float:
+    """Bytes of linear attention's recurrent state: n_layers x H x D x (Dv [+ 1]) x batch x bytes.
+
+    No seq_len: the state S (D, Dv) per head has the same size after 10 tokens or 10 million.
+    normalizer=True adds the running sum z (D,) of normalised linear attention.
+    """
+    sizes = dict(n_layers=n_layers, n_heads=n_heads, d_key=d_key, d_value=d_value, batch=batch)
+    for name, value in sizes.items():
+        check_positive_int(name, value)
+    per_value = _value_bytes(dtype, bytes_per_value)
+    width = d_value + (1 if normalizer else 0)
+    return _whole(n_layers * n_heads * d_key * width * batch * per_value)
+
+
+def cache_bytes_by_kind(
+    *,
+    n_layers: int,
+    n_heads: int,
+    d_head: int,
+    seq_len: int,
+    n_kv_heads: int,
+    kv_rank: int,
+    d_rope: int,
+    window: int,
+    batch: int = 1,
+    dtype: torch.dtype | None = None,
+    bytes_per_value: float | None = None,
+) -> dict[str, int | float]:
+    """What one layer stack of this size caches after seq_len tokens, for each kind of attention.
+
+    MHA (H kv heads), GQA (n_kv_heads), MQA (1), MLA (kv_rank + d_rope a token), a sliding
+    window of `window` tokens (MHA heads, at most window tokens kept) and a linear state of
+    (d_head, d_head) per head. Returns {kind: bytes}, in that order.
+    """
+    common = dict(n_layers=n_layers, batch=batch, dtype=dtype, bytes_per_value=bytes_per_value)
+    check_positive_int("window", window)
+    kv = dict(d_head=d_head, seq_len=seq_len, **common)
+    return {
+        "MHA": kv_cache_bytes(n_kv_heads=n_heads, **kv),
+        "GQA": kv_cache_bytes(n_kv_heads=n_kv_heads, **kv),
+        "MQA": kv_cache_bytes(n_kv_heads=1, **kv),
+        "MLA": mla_cache_bytes(kv_rank=kv_rank, d_rope=d_rope, seq_len=seq_len, **common),
+        "sliding window": kv_cache_bytes(
+            n_kv_heads=n_heads, d_head=d_head, seq_len=min(seq_len, window), **common
+        ),
+        "linear state": linear_state_bytes(n_heads=n_heads, d_key=d_head, d_value=d_head, **common),
+    }
 
 
 def cache_bytes(cache: object) -> int:
