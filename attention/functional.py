@@ -77,6 +77,12 @@ def check_attention_inputs(
     check_tensor("query", query, ndims=(2, 3, 4), finite=finite)
     check_tensor("key", key, ndims=(query.dim(),), finite=finite)
     check_tensor("value", value, ndims=(query.dim(),), finite=finite)
+    for name, x in (("key", key), ("value", value)):  # no silent promotion: refuse the mix
+        if x.dtype != query.dtype:
+            raise TypeError(
+                f"{name}: expected query's dtype {query.dtype}, got {x.dtype}; convert one, "
+                f"e.g. {name}.to(query.dtype)"
+            )
     *lead, _, d = query.shape
     if key.shape[-1] != d:
         raise ValueError(
@@ -113,6 +119,18 @@ def check_attention_inputs(
     elif not math.isfinite(scale) or scale <= 0:
         raise ValueError(f"scale: expected a positive finite number, got {scale}")
     return n_rep, scale
+
+
+def _refuse_overflow(scores: Tensor, query: Tensor, key: Tensor) -> None:
+    """Finite inputs whose q . k overflows (|q|, |k| ~ 1e19 in float32) would give NaN weights."""
+    if bool(torch.isfinite(scores).all()):
+        return  # only the sum overflowed
+    big = max(float(query.detach().abs().max()), float(key.detach().abs().max()))
+    raise ValueError(
+        f"scores: q @ k.T overflows {scores.dtype} (largest |entry| of query or key: {big:.3g}), "
+        "which would make the weights NaN; expected inputs small enough for their products to "
+        "be finite: scale them down or use float64"
+    )
 
 
 def scaled_dot_product_attention(
@@ -156,6 +174,8 @@ def scaled_dot_product_attention(
     target = (*lead, tq, key.shape[-2])
 
     scores = query @ key.transpose(-2, -1) * scale  # (..., Tq, Tk)
+    if check_finite and not bool(torch.isfinite(scores.sum())):
+        _refuse_overflow(scores, query, key)
     if mask is None:
         fully_masked = torch.zeros(target[:-1], dtype=torch.bool, device=query.device)
     else:

@@ -75,6 +75,34 @@ def _check_bool(name: str, mask: Tensor) -> Tensor:
     return mask
 
 
+def as_bool_mask(mask: object, name: str = "mask") -> Tensor:
+    """A bool tensor, or nested lists / an integer tensor of 0 and 1 -> a bool mask (a copy).
+
+    Nothing else is guessed: 2 or NaN is not "True", and a float mask may be additive (0 means
+    *allowed* there), so floats are refused with the converter to use.
+    """
+    if isinstance(mask, Tensor) and mask.dtype == torch.bool:
+        return mask.clone()
+    try:
+        t = torch.as_tensor(mask)
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        raise TypeError(
+            f"{name}: expected bools (True = may attend), got {type(mask).__name__}"
+        ) from None
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        raise TypeError(
+            f"{name}: expected bools or 0/1 ints (True = may attend), got {t.dtype}; an additive "
+            "mask of 0 and -inf converts with from_additive_mask"
+        )
+    bad = (t != 0) & (t != 1)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(
+            f"{name}: expected only True/False (or 1/0), got {t[where].item()} at position {where}"
+        )
+    return t == 1
+
+
 def to_key_padding_mask(mask: Tensor) -> Tensor:
     """Our key mask (B, 1, Tk) or (B, Tk), True = may attend -> (B, Tk), True = ignore."""
     _check_bool("mask", mask)

@@ -102,7 +102,9 @@ class MultiHeadAttention(nn.Module):
             )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.n_kv_heads = n_kv_heads
-        self.kdim, self.vdim = kdim or d_model, vdim or d_model
+        # None is d_model; 0 is refused, not read as "default"
+        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
+        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         kv_width = n_kv_heads * self.d_head
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(self.kdim, kv_width, bias=bias)
@@ -134,6 +136,13 @@ class MultiHeadAttention(nn.Module):
         check_finite=False skips the scans for NaN and inf; attention_fn, head_hook: see attend.
         """
         check_tensor("query", query, ndims=(3,), finite=check_finite)
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x is not None and x.dtype != self.q_proj.weight.dtype:
+                w = self.q_proj.weight.dtype
+                raise TypeError(
+                    f"{name}: expected the layer's dtype {w}, got {x.dtype}; convert the input "
+                    f"(e.g. {name}.to({w})) or the layer (layer.to({x.dtype}))"
+                )
         if query.shape[-1] != self.d_model:
             raise ValueError(
                 f"query: expected width d_model={self.d_model}, got shape {shape_str(query.shape)}"

@@ -9,12 +9,22 @@ Three ways, from the original Transformer to today's LLMs:
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
 from torch import Tensor
 
 from ._checks import check_positive_int, check_tensor, shape_str
+
+
+def check_base(base: object) -> float:
+    """A positional base must be a positive finite number: base <= 0 gives NaN angles."""
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"base: expected a number (e.g. 10000.0), got {type(base).__name__}")
+    if not (math.isfinite(base) and base > 0):
+        raise ValueError(f"base: expected a positive finite number (e.g. 10000.0), got {base}")
+    return float(base)
 
 
 def sinusoidal_positional_encoding(
@@ -27,6 +37,9 @@ def sinusoidal_positional_encoding(
     """
     check_positive_int("seq_len", seq_len)
     check_positive_int("d_model", d_model)
+    check_base(base)
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise TypeError(f"offset: expected an int, got {type(offset).__name__}")
     pos = torch.arange(offset, offset + seq_len, dtype=torch.float64)[:, None]  # (T, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(M/2),)
     angles = pos / base ** (two_i / d_model)  # (T, ceil(M/2))
@@ -66,9 +79,13 @@ def apply_rope(
         raise ValueError(f"x: RoPE rotates pairs of features, so D must be even, got D={d}")
     if layout not in ("half", "interleaved"):
         raise ValueError(f"layout: expected 'half' or 'interleaved', got {layout!r}")
-    if not isinstance(positions, Tensor) or positions.is_floating_point():
+    check_base(base)
+    integer = isinstance(positions, Tensor) and not (
+        positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool
+    )
+    if not integer:
         got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-        raise TypeError(f"positions: expected an integer tensor, got {got}")
+        raise TypeError(f"positions: expected an integer tensor, got {got}; e.g. torch.arange(T)")
     if positions.shape != (t,):
         raise ValueError(
             f"positions: expected shape ({t},) to match x's T={t}, got {shape_str(positions.shape)}"
@@ -132,6 +149,11 @@ def alibi_bias(n_heads: int, tq: int, tk: int) -> Tensor:
     """
     check_positive_int("tq", tq)
     check_positive_int("tk", tk)
+    if tq > tk:  # the queries are the last Tq of the keys' positions
+        raise ValueError(
+            f"tq: expected at most tk={tk} queries (they sit at the last Tq key positions), "
+            f"got tq={tq}"
+        )
     q_pos = torch.arange(tk - tq, tk)[:, None]  # (Tq, 1)
     distance = (q_pos - torch.arange(tk)[None, :]).abs()  # (Tq, Tk)
     return -alibi_slopes(n_heads)[:, None, None] * distance  # (H, Tq, Tk)

@@ -462,6 +462,46 @@ def copy_static(out: Path) -> None:
     shutil.copy2(STATIC / "site.css", static / "site.css")
 
 
+MARKER = ".attention-course-site"  # written into every folder the builder made, and only there
+
+
+class OutFolderError(ValueError):
+    """`--out` names something the builder did not make; it is left as it is."""
+
+
+def check_out(out: Path) -> None:
+    """Refuse an `out` that exists and is not a site this builder wrote (nor an empty folder).
+
+    The site is built beside `out` and swapped in at the end, and the old site is removed only
+    when it carries the marker file: `--out lessons` or `--out .` must never delete a notebook.
+    """
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise OutFolderError(
+            f"--out {out}: expected a new folder or a site built before (it holds {MARKER}), "
+            "got a file or a link; nothing was changed: choose another --out"
+        )
+    if (out / MARKER).is_file() or not any(out.iterdir()):
+        return
+    raise OutFolderError(
+        f"--out {out}: this folder exists and was not built by the site builder (no {MARKER} "
+        "file in it), so it is left untouched; choose a new or empty folder, e.g. --out site"
+    )
+
+
+def _swap_in(new: Path, out: Path) -> None:
+    """Put the finished site `new` at `out`; the old one goes only if the builder made it."""
+    check_out(out)  # again: something may have been put there during the build
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        out.rename(old / out.name)
+        new.rename(out)
+        shutil.rmtree(old)
+    else:
+        new.rename(out)
+
+
 def build(
     out: Path,
     notebooks: list[Path] | None = None,
@@ -470,13 +510,40 @@ def build(
     lessons: Path = LESSONS,
     log: Any = print,
 ) -> list[PageReport]:
-    """Build the site into `out` (emptied first); return one report per page."""
+    """Build the site into `out`; return one report per page.
+
+    The pages are written to a fresh folder beside `out`, which replaces `out` at the end. An
+    existing `out` is replaced only when the builder made it (it holds MARKER) or it is empty;
+    anything else raises OutFolderError before any work, and nothing is deleted.
+    """
     start = time.perf_counter()
+    out = Path(os.path.abspath(out))  # `--out .` has a name and a parent to build beside
+    check_out(out)
     paths = notebooks if notebooks is not None else lesson_notebooks(lessons)
     pages = read_pages(paths)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    final = out
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.building-", dir=final.parent))
+    try:
+        (out / MARKER).write_text("Built by python -m site_builder; replaced at each build.\n")
+        reports = _build_into(out, pages, paths, jobs, timeout, lessons, log, start)
+        _swap_in(out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # the half-built folder is ours alone
+        raise
+    return reports
+
+
+def _build_into(
+    out: Path,
+    pages: list[Page],
+    paths: list[Path],
+    jobs: int,
+    timeout: int,
+    lessons: Path,
+    log: Any,
+    start: float,
+) -> list[PageReport]:
     copy_static(out)
     reports: list[PageReport] = []
     with tempfile.TemporaryDirectory(prefix="course-site-") as tmp:
@@ -533,6 +600,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     notebooks = [p.resolve() for p in args.notebooks] or None
+    try:
+        check_out(args.out)
+    except OutFolderError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     print(f"building the site into {args.out}/ ({args.jobs} kernels at a time)")
     reports = build(args.out, notebooks, jobs=args.jobs, timeout=args.timeout)
     elapsed = time.perf_counter() - start

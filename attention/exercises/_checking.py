@@ -6,6 +6,13 @@ into "Not attempted yet". The `checker` decorator prints "Correct: ...", "Not ye
 "Not attempted yet: ..." and returns True or False; it never raises, so a notebook that runs
 every cell keeps going, and it restores the learner's random state, so a body may seed freely.
 
+Every call of the learner's function runs under a deadline (TIME_LIMIT seconds): a loop that
+never ends is stopped with a message instead of hanging the notebook. The stop is an exception
+raised in the calling thread between two Python instructions (PyThreadState_SetAsyncExc, from a
+watcher thread), so it works in any kernel thread; a single long C call (a huge matmul, a
+sleep) is stopped when it returns. Anything else a check body raises (an answer of 10**400, a
+complex, meta or sparse tensor) is "Not yet" with the error, never a traceback.
+
 Comparing is `compare(got, want, mistakes)`: right type, close to the reference, else the first
 known mistake whose wrong result `got` matches (its message names the misconception), else the
 wrong shape, dtype, a NaN, or the first wrong value with its index, expected and received value.
@@ -13,8 +20,10 @@ wrong shape, dtype, a NaN, or the first wrong value with its index, expected and
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +31,7 @@ import torch
 from torch import Tensor
 
 RTOL, ATOL = 1e-4, 1e-5
+TIME_LIMIT = 10.0  # seconds one call of the learner's function may run before it is stopped
 
 # (the result a known wrong answer gives, the message that names that mistake)
 Mistakes = Sequence[tuple[Any, str]]
@@ -33,6 +43,46 @@ class NotAttempted(Exception):
 
 class Wrong(Exception):
     """The learner's answer is wrong; the message says how."""
+
+
+class _OutOfTime(BaseException):
+    """Raised inside the learner's function at its deadline (BaseException: `except Exception`
+    in the learner's code does not swallow it)."""
+
+
+def _async_raise(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Raise exc in thread `thread_id` at its next Python instruction; None drops a pending one."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
+    )
+
+
+def _with_deadline(fn: Callable[..., Any], args: Sequence[Any], seconds: float) -> Any:
+    """fn(*args), stopped with _OutOfTime if it is still running after `seconds`."""
+    target, lock, stop = threading.get_ident(), threading.Lock(), threading.Event()
+    running = [True]
+
+    def watch() -> None:
+        if stop.wait(seconds):
+            return
+        while True:  # again every 0.5 s, in case a bare `except:` swallowed it
+            with lock:  # check and raise together: the caller's barrier below waits for both
+                if not running[0]:
+                    return
+                _async_raise(target, _OutOfTime)
+            if stop.wait(0.5):
+                return
+
+    watcher = threading.Thread(target=watch, name="checker-deadline", daemon=True)
+    watcher.start()
+    try:
+        return fn(*args)
+    finally:
+        running[0] = False  # first: a plain store, no instruction boundary can raise before it
+        with lock:  # a watcher in the middle of raising finishes first
+            pass
+        _async_raise(target, None)  # drop a raise that was set but not yet delivered
+        stop.set()
 
 
 def name_of(fn: Callable[..., Any]) -> str:
@@ -60,6 +110,17 @@ def checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]
             except Wrong as exc:
                 print(f"Not yet: {exc}")
                 return False
+            except _OutOfTime:  # delivered just after the function returned: still too slow
+                print(f"Not yet: {_too_slow(fn)}")
+                return False
+            except Exception as exc:  # noqa: BLE001 - what was returned broke the comparison
+                detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                print(
+                    f"Not yet: the check could not use what {name_of(fn)} returned "
+                    f"({type(exc).__name__}{': ' + detail if detail else ''}); return a "
+                    "tensor or number of the kind the exercise asks for"
+                )
+                return False
             print(f"Correct: {success}")
             return True
 
@@ -75,11 +136,20 @@ def attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, Exception | None]:
     """
     copies = [a.clone() if isinstance(a, Tensor) else a for a in args]
     try:
-        return fn(*copies), None
+        return _with_deadline(fn, copies, TIME_LIMIT), None
     except NotImplementedError:
         raise NotAttempted(name_of(fn)) from None
+    except _OutOfTime:
+        raise Wrong(_too_slow(fn)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the learner, not raised
         return None, exc
+
+
+def _too_slow(fn: Callable[..., Any]) -> str:
+    return (
+        f"{name_of(fn)} was stopped after running for {TIME_LIMIT:g} s (the limit of one call); "
+        "does a loop never end?"
+    )
 
 
 def raised(fn: Callable[..., Any], error: Exception) -> str:
@@ -110,6 +180,15 @@ def expect_tensor(got: Any, *, what: str = "", shape: Sequence[int] | None = Non
         raise Wrong(_prefixed(what, "your function returned None; did you forget `return`?"))
     if not isinstance(got, Tensor):
         raise Wrong(_prefixed(what, f"expected a torch.Tensor, got {type(got).__name__}"))
+    if got.layout != torch.strided or got.is_nested:
+        layout = "nested" if got.is_nested else str(got.layout)
+        raise Wrong(
+            _prefixed(what, f"expected a dense tensor, got layout {layout}; use .to_dense()")
+        )
+    if got.device.type == "meta":
+        raise Wrong(_prefixed(what, "got a tensor on the meta device, which holds no values"))
+    if got.is_complex():
+        raise Wrong(_prefixed(what, f"expected real numbers, got dtype {got.dtype}"))
     if shape is not None and _shape(got) != tuple(shape):
         raise Wrong(_prefixed(what, f"wrong shape: expected {tuple(shape)}, got {_shape(got)}"))
     return got
@@ -117,7 +196,9 @@ def expect_tensor(got: Any, *, what: str = "", shape: Sequence[int] | None = Non
 
 def as_int(got: Any) -> Any:
     """Accept 12, 12.0 and tensor(12) as the count 12; anything else is returned unchanged."""
-    if isinstance(got, Tensor) and got.numel() == 1:
+    if isinstance(got, Tensor) and got.numel() == 1 and got.layout == torch.strided:
+        if got.device.type == "meta" or got.is_complex():
+            return got
         got = got.item()
     if isinstance(got, float) and got.is_integer():
         got = int(got)
@@ -129,7 +210,34 @@ def expect_int(got: Any, *, what: str = "") -> int:
     got = as_int(got)
     if not isinstance(got, int) or isinstance(got, bool):
         raise Wrong(_prefixed(what, f"expected an int, got {type(got).__name__}"))
+    if abs(got) >= 2**63:
+        digits = len(str(abs(got)))
+        raise Wrong(
+            _prefixed(
+                what, f"expected an int below 2**63, got {str(got)[:12]}... ({digits} digits)"
+            )
+        )
     return got
+
+
+def expect_number(got: Any, *, what: str = "") -> float:
+    """Return got as a float (an int, a float or a one-element real tensor); else raise Wrong.
+
+    A str such as "64" is not a number here, nor a bool, nor one too large for a float.
+    """
+    if isinstance(got, Tensor):
+        if got.numel() != 1:
+            raise Wrong(
+                _prefixed(what, f"expected one number, got a tensor of shape {_shape(got)}")
+            )
+        expect_tensor(got, what=what)  # refuses meta, sparse and complex tensors
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        raise Wrong(_prefixed(what, f"expected a number, got {type(got).__name__} {got!r:.30}"))
+    try:
+        return float(got)
+    except OverflowError:
+        raise Wrong(_prefixed(what, f"got {str(got)[:12]}..., too large for a float")) from None
 
 
 def close(got: Any, want: Any, *, atol: float = ATOL, rtol: float = RTOL) -> bool:
@@ -139,7 +247,12 @@ def close(got: Any, want: Any, *, atol: float = ATOL, rtol: float = RTOL) -> boo
     """
     if not isinstance(got, (Tensor, int, float)) or not isinstance(want, (Tensor, int, float)):
         return False
-    got, want = torch.as_tensor(got).detach(), torch.as_tensor(want).detach()
+    try:  # 10**400 does not fit a tensor; a meta or sparse tensor has no values to compare
+        got, want = torch.as_tensor(got).detach(), torch.as_tensor(want).detach()
+        if any(x.layout != torch.strided or x.device.type == "meta" for x in (got, want)):
+            return False
+    except (OverflowError, RuntimeError, TypeError):
+        return False
     if _shape(got) != _shape(want):
         return False
     if got.dtype == torch.bool or want.dtype == torch.bool:

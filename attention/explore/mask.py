@@ -30,6 +30,10 @@ def check_mask_tuple(mask: Mask, tq: int, tk: int) -> None:
     shape = (len(mask), len(mask[0]) if mask else 0)
     if shape != (tq, tk) or any(len(row) != tk for row in mask):
         raise ValueError(f"custom_mask: expected {tq} rows of {tk} bools, got shape {shape}")
+    for i, row in enumerate(mask):
+        for j, x in enumerate(row):
+            if type(x) is not bool:  # 2 or NaN would become True in a bool tensor
+                raise ValueError(f"custom_mask: expected True or False, got {x!r} at ({i}, {j})")
 
 
 def mask_to_tuple(mask: Tensor) -> Mask:

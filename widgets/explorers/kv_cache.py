@@ -54,7 +54,8 @@ class KVCacheExplorer(Explorer):
 
     Args:
         preset: a key of KV_PRESETS (it sets the four shape controls; moving one shows
-            "custom"), or "custom" to start from the settings.
+            "custom"), or "custom" to start from the settings. None: "custom" when the
+            settings name a shape field, else "SmolLM2-135M".
         speed: a DecodingSpeed measured on a real model, shown in the readout (optional).
         **settings: initial values of any KVCacheParams field: the shape n_layers, n_heads,
             n_kv_heads (only divisors of n_heads) and d_head (the preset's unless preset is
@@ -75,15 +76,25 @@ class KVCacheExplorer(Explorer):
 
     def __init__(
         self,
-        preset: str = "SmolLM2-135M",
+        preset: str | None = None,
         *,
         speed: DecodingSpeed | None = None,
         **settings: Any,
     ) -> None:
+        shape_given = sorted(set(settings) & {f.name for f in fields(ModelShape)})
+        if preset is None:  # SmolLM2's shape, unless the call sets a shape field itself
+            preset = CUSTOM if shape_given else "SmolLM2-135M"
         if preset != CUSTOM:
             if preset not in KV_PRESETS:
                 raise ValueError(f"preset: expected one of {[CUSTOM, *KV_PRESETS]}, got {preset!r}")
-            settings.update(asdict(KV_PRESETS[preset]))  # the four shape fields
+            shape = asdict(KV_PRESETS[preset])  # the four shape fields
+            clash = [f"{k}={settings[k]!r}" for k in shape_given if settings[k] != shape[k]]
+            if clash:  # never silently replace what the call asked for
+                raise ValueError(
+                    f"preset={preset!r} sets {', '.join(f'{k}={shape[k]}' for k in shape_given)}, "
+                    f"got {', '.join(clash)}; pass preset='custom' to set the shape yourself"
+                )
+            settings.update(shape)
         start = KVCacheParams(**settings)  # validates the settings
         if start.seq_len not in KV_CONTEXTS:
             raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {start.seq_len}")

@@ -27,6 +27,7 @@ from attention.explore import (
     mask_to_tuple,
     preset_mask,
 )
+from attention.masks import as_bool_mask
 
 from ..views import Heatmap
 from ..views.style import css
@@ -50,7 +51,7 @@ class MaskExplorer(Explorer):
     Args:
         n_queries, n_keys: grid size, 1..16.
         preset: "none", "causal", "padding" or "custom" (start from all True).
-        pad_len: padded keys at the end, for the "padding" preset.
+        pad_len: padded keys at the end, for the "padding" preset (None: 2, or n_keys if less).
         mask: an initial (Tq, Tk) bool tensor (True = may attend); implies preset "custom".
         seed: seed of the random q, k, v.
 
@@ -66,12 +67,12 @@ class MaskExplorer(Explorer):
         n_keys: int = 6,
         preset: str = "causal",
         *,
-        pad_len: int = 2,
+        pad_len: int | None = None,
         mask: Any = None,
         seed: int = 0,
     ) -> None:
         if mask is not None:
-            self._mask = torch.as_tensor(mask, dtype=torch.bool).clone()
+            self._mask = as_bool_mask(mask)  # 2 or NaN is refused, not read as True
             if self._mask.dim() != 2:
                 raise ValueError(f"mask: expected (Tq, Tk), got shape {tuple(self._mask.shape)}")
             n_queries, n_keys = self._mask.shape
@@ -86,7 +87,10 @@ class MaskExplorer(Explorer):
         self.n_queries = int_slider("queries (Tq)", 1, MAX_SIDE, n_queries, name="n-queries")
         self.n_keys = int_slider("keys (Tk)", 1, MAX_SIDE, n_keys, name="n-keys")
         self.preset = dropdown("preset", PRESETS, preset, name="preset")
-        self.pad_len = int_slider("pad length", 0, n_keys, min(pad_len, n_keys), name="pad-len")
+        pad_len = min(2, n_keys) if pad_len is None else pad_len
+        if type(pad_len) is not int or not 0 <= pad_len <= n_keys:
+            raise ValueError(f"pad_len: expected 0 to n_keys = {n_keys}, got {pad_len!r}")
+        self.pad_len = int_slider("pad length", 0, n_keys, pad_len, name="pad-len")
         # validates the seed; the mask follows the preset at the first refresh (_sync_controls)
         (seed_slider,) = self.declare(MaskParams(mask_to_tuple(self._mask), seed))
 

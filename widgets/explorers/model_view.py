@@ -219,6 +219,13 @@ class HeadView(_ModelExplorer):
         head: int = 0,
         query: int = -1,
     ) -> None:
+        text = DEFAULT_TEXTS.get(model, "") if text is None else text
+        if query != -1 and model in DEFAULT_TEXTS:  # the lines would show no query: refuse
+            n = len(encode_text(model, text))
+            if type(query) is not int or not 0 <= query < n:
+                raise ValueError(
+                    f"query: expected -1 (none) or a token of the text in [0, {n}), got {query!r}"
+                )
         self.strip = _named(
             Heatmap(title="this layer's heads (click one)", vmin=0.0, vmax=1.0),
             "layer-heads",
@@ -229,7 +236,6 @@ class HeadView(_ModelExplorer):
         self.readout = _named(widgets.HTML(), "readout")
         self._sent: tuple[Any, ...] = ()
         body = [self.strip, panel_row([_scroll(self.lines, "lines-box"), self.readout])]
-        text = DEFAULT_TEXTS.get(model, "") if text is None else text
         self._start(HeadViewParams(model, text, layer, head, query), body)
         self.refresh()
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from torch import nn
 
 from .blocks import HOOK_POINTS, LayerResult, ModelOutput, PretrainedModel
+from .claims import check_llama_metadata
 from .files import DECODER, ENCODER, MODELS, WeightFileError, bad_file, locate, model_files
 from .generate import Generation, format_chat, generate, sample_next
 from .gguf_weights import GGUFFormatError, read_gguf
@@ -84,19 +85,37 @@ def check_tokenizer(model: nn.Module, tokenizer: Tokenizer) -> None:
         )
 
 
+# What a damaged file can make the loaders raise beyond their own checks: each becomes a
+# WeightFileError naming the file (a MemoryError is not caught: the checks bound the work).
+_DAMAGE = (
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    RuntimeError,
+    OverflowError,
+    ZeroDivisionError,
+)
+
+
+def _said(err: Exception) -> str:
+    return f"no key {err}" if type(err) is KeyError else str(err)
+
+
 def _load_minilm(weights: Path, tokenizer_file: Path, custom: bool) -> tuple[MiniLM, Tokenizer]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     try:
         tensors = load_file(weights)
-    except (SafetensorError, OSError, ValueError) as err:
+    except (SafetensorError, OSError, *_DAMAGE) as err:
         what = f"not a readable safetensors file ({err})"
         raise bad_file(weights, what, "minilm", custom=custom) from None
     try:
         model = MiniLM.from_hf_tensors(tensors)
-    except (KeyError, ValueError, RuntimeError) as err:
-        what = f"does not hold a BERT model like all-MiniLM-L6-v2 ({err})"
+    except _DAMAGE as err:
+        what = f"does not hold a BERT model like all-MiniLM-L6-v2 ({_said(err)})"
         raise bad_file(weights, what, "minilm", custom=custom) from None
     try:
         tokenizer = wordpiece_from_file(tokenizer_file)
@@ -110,14 +129,19 @@ def _load_smollm2(weights: Path, custom: bool) -> tuple[SmolLM2, Tokenizer]:
     try:
         gguf = read_gguf(weights)
     except GGUFFormatError as err:
-        what = f"not a complete GGUF file: {err}"
+        what = f"not a complete GGUF file: {err.detail}"
         raise bad_file(weights, what, "smollm2", custom=custom) from None
     try:
+        check_llama_metadata(gguf.metadata, gguf.tensors)  # before any loop over its counts
         cfg = SmolLM2Config.from_gguf(gguf.metadata)
         model = SmolLM2.from_gguf_tensors(cfg, gguf.tensors)
+    except _DAMAGE as err:
+        what = f"does not hold a LLaMA-style model like SmolLM2 ({_said(err)})"
+        raise bad_file(weights, what, "smollm2", custom=custom) from None
+    try:
         tokenizer = bpe_from_gguf(gguf.metadata)
-    except (KeyError, ValueError, RuntimeError) as err:
-        what = f"does not hold a LLaMA-style model like SmolLM2 ({err})"
+    except Exception as err:  # tokenizers raises plain Exception for a bad vocabulary
+        what = f"holds no usable tokenizer ({_said(err)})"
         raise bad_file(weights, what, "smollm2", custom=custom) from None
     return model, tokenizer
 

@@ -19,6 +19,10 @@ def check_ids(ids: object, *, vocab_size: int, max_len: int) -> Tensor:
         )
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise TypeError(f"ids: expected an integer tensor of token ids, got {ids.dtype}")
+    if ids.dtype not in (torch.int64, torch.int32):  # what an embedding table can index with
+        raise TypeError(
+            f"ids: expected torch.int64 (or int32) token ids, got {ids.dtype}; use ids.long()"
+        )
     if ids.dim() != 2:
         hint = "; use ids.unsqueeze(0) for one sequence" if ids.dim() == 1 else ""
         raise ValueError(f"ids: expected shape (B, T), got {shape_str(ids.shape)}{hint}")

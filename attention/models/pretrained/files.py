@@ -11,9 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-
-class WeightFileError(ValueError):
-    """A weight or tokenizer file that is missing, truncated or not the expected format."""
+from ..errors import WeightFileError  # also raised by the toy checkpoints' reader
 
 
 @dataclass(frozen=True)

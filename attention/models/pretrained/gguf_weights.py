@@ -21,6 +21,7 @@ and the tests check it against `gguf` tensor by tensor. Other quantisation types
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor
+
+from ..errors import WeightFileError
 
 MAGIC = b"GGUF"
 
@@ -59,8 +62,23 @@ TENSOR_TYPES = {
 }
 
 
-class GGUFFormatError(ValueError):
-    """The bytes are not a complete GGUF file; the message says where reading stopped."""
+MAX_DIMS = 4  # GGML_MAX_DIMS: llama.cpp's tensors have at most four dimensions
+MAX_NESTING = 4  # arrays of arrays: no model file nests deeper than two
+# The float32 made from a file may be at most this many times its size, whatever its header
+# claims. With extents that may not overlap, the course's types stay far below (Q4_0: 32 float32
+# from 18 bytes, 7.1x); llama.cpp's 1.56-bit IQ1_S, read through `gguf`, reaches 20.5x.
+MAX_EXPANSION = 24
+
+
+class GGUFFormatError(WeightFileError):
+    """The bytes are not a complete GGUF file; the message says where reading stopped.
+
+    `detail` is the message without the file's name (load_pretrained adds its own prefix).
+    """
+
+    def __init__(self, detail: str, path: str | Path | None = None) -> None:
+        super().__init__(detail if path is None else f"{path}: {detail}")
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -125,15 +143,15 @@ class _Cursor:
         self.pos = pos
         return out
 
-    def check_count(self, count: int, min_size: int) -> None:
-        """Refuse an array longer than the rest of the file could hold (garbage or truncated)."""
+    def check_count(self, count: int, min_size: int, what: str = "an array of {} items") -> None:
+        """Refuse a count of items that the rest of the file could not hold (garbage or cut)."""
         if count * min_size > len(self.buf) - self.pos:
             raise GGUFFormatError(
-                f"an array of {count} items at byte {self.pos} does not fit in the "
+                f"{what.format(count)} at byte {self.pos} does not fit in the "
                 f"{len(self.buf)}-byte file (truncated?)"
             )
 
-    def value(self, type_id: int) -> object:
+    def value(self, type_id: int, depth: int = 0) -> object:
         if type_id in _SCALARS:
             return self.take(_SCALARS[type_id])
         if type_id == 8:
@@ -152,35 +170,98 @@ class _Cursor:
                 return array
             if item_type == 8:  # strings (a vocabulary): a tight loop, checked at the end
                 return self._strings(count)
-            self.check_count(count, 1)
-            return [self.value(item_type) for _ in range(count)]
+            if item_type == 9 and depth >= MAX_NESTING:
+                raise GGUFFormatError(
+                    f"arrays nested more than {MAX_NESTING} deep at byte {self.pos} "
+                    "(no model file nests them)"
+                )
+            self.check_count(count, 12 if item_type == 9 else 1)
+            return [self.value(item_type, depth + 1) for _ in range(count)]
         raise GGUFFormatError(f"unknown metadata value type {type_id} at byte {self.pos}")
 
 
 def _tensor_bytes(name: str, shape: tuple[int, ...], type_id: int) -> int:
-    n = int(np.prod(shape))
+    """The bytes a tensor of `shape` takes in storage type `type_id` (Python ints: no overflow)."""
+    n = math.prod(shape)
     if type_id in TENSOR_TYPES:
-        _, block, size = TENSOR_TYPES[type_id]
+        type_name, block, size = TENSOR_TYPES[type_id]
     else:
-        try:
+        try:  # llama.cpp's own package, when present, knows the other quantisations
             from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
             block, size = GGML_QUANT_SIZES[GGMLQuantizationType(type_id)]
+            type_name = GGMLQuantizationType(type_id).name
         except (ImportError, ValueError, KeyError):
             raise GGUFFormatError(
                 f"tensor {name!r} has storage type {type_id}, which this reader does not know "
-                f"(it reads {', '.join(t[0] for t in TENSOR_TYPES.values())}); "
-                "pip install gguf to read the others"
+                f"(it reads {', '.join(t[0] for t in TENSOR_TYPES.values())}, as the course's "
+                "model files use)"
             ) from None
+    if n % block:
+        raise GGUFFormatError(
+            f"tensor {name!r}: {type_name} stores blocks of {block} weights, but its shape "
+            f"{shape} holds {n}, not a multiple of {block}"
+        )
     return n // block * size
+
+
+def _alignment(metadata: dict[str, object]) -> int:
+    align = metadata.get("general.alignment", 32)
+    if type(align) is not int or align < 1 or align & (align - 1) or align > 2**20:
+        raise GGUFFormatError(
+            f"general.alignment: expected a power of two from 1 to 2^20 (the default is 32), "
+            f"got {align!r}"
+        )
+    return align
+
+
+def _check_extents(infos: list[TensorInfo], file_size: int, data_start: int, align: int) -> None:
+    """Refuse tensors outside the file, off the alignment, or sharing bytes with another."""
+    end_of = 0
+    last = None
+    for info in sorted(infos, key=lambda i: (i.offset, i.n_bytes)):
+        where = f"tensor {info.name!r} at byte {info.offset}"
+        if (info.offset - data_start) % align:
+            raise GGUFFormatError(
+                f"{where}: its offset {info.offset - data_start} in the data section is not a "
+                f"multiple of general.alignment = {align}"
+            )
+        if info.offset + info.n_bytes > file_size:
+            raise GGUFFormatError(
+                f"the file ends at byte {file_size} but tensor {info.name!r} needs bytes up to "
+                f"{info.offset + info.n_bytes} (truncated?)"
+            )
+        if last is not None and info.offset < end_of and info.n_bytes:
+            raise GGUFFormatError(
+                f"{where} overlaps tensor {last!r}, which ends at byte {end_of}: each "
+                "tensor must have bytes of its own"
+            )
+        if info.n_bytes:
+            end_of, last = info.offset + info.n_bytes, info.name
 
 
 def read_gguf(path: str | Path) -> GGUFFile:
     """Parse the GGUF file at `path` and dequantise every tensor to float32.
 
+    The work is bounded by the file: every count is checked against the bytes left before it
+    is looped over, tensors may neither leave the file nor share bytes, so the float32 made
+    is at most MAX_EXPANSION times the file's size.
+
     Raises:
-        GGUFFormatError: not a GGUF file, a truncated one, or an unknown tensor type.
+        GGUFFormatError (a WeightFileError): not a GGUF file, a truncated or damaged one, or
+            an unknown tensor type; the message names the file and where reading stopped.
     """
+    try:
+        return _read_gguf(path)
+    except GGUFFormatError as err:
+        raise GGUFFormatError(err.detail, path) from None
+    except (ValueError, TypeError, RuntimeError, OverflowError, struct.error) as err:
+        # a damage the checks above did not foresee: still a clear error about this file
+        detail = f"damaged header or tensor data ({type(err).__name__}: {err})"
+        raise GGUFFormatError(detail, path) from None
+
+
+def _read_gguf(path: str | Path) -> GGUFFile:
     size = Path(path).stat().st_size
     if size < 24:  # also: numpy cannot map an empty file
         raise GGUFFormatError(f"expected at least a 24-byte header, got {size} bytes")
@@ -195,28 +276,40 @@ def read_gguf(path: str | Path) -> GGUFFile:
     if version not in (2, 3):
         raise GGUFFormatError(f"expected GGUF version 2 or 3, got {version}")
     n_tensors, n_kv = cur.take("Q"), cur.take("Q")
+    cur.check_count(n_kv, 13, "{} metadata keys")  # key length, type, a 1-byte value: 13 bytes
     metadata = {}
     for _ in range(n_kv):
         key = cur.string()
         metadata[key] = cur.value(cur.take("I"))
+    cur.check_count(n_tensors, 24, "{} tensors")  # name length, n_dims, type, offset: 24 bytes
     header = []
     for _ in range(n_tensors):
         name = cur.string()
-        dims = [cur.take("Q") for _ in range(cur.take("I"))]
+        n_dims = cur.take("I")
+        if n_dims > MAX_DIMS:
+            raise GGUFFormatError(
+                f"tensor {name!r} at byte {cur.pos}: expected at most {MAX_DIMS} dimensions, "
+                f"got {n_dims}"
+            )
+        dims = [cur.take("Q") for _ in range(n_dims)]
         type_id, offset = cur.take("I"), cur.take("Q")
         header.append((name, tuple(reversed(dims)), type_id, offset))
-    align = int(metadata.get("general.alignment", 32))
+    align = _alignment(metadata)
     data_start = -(-cur.pos // align) * align
-    infos = []
+    infos, seen = [], set()
     for name, shape, type_id, offset in header:
+        if name in seen:
+            raise GGUFFormatError(f"tensor {name!r} is described twice in the header")
+        seen.add(name)
         n_bytes = _tensor_bytes(name, shape, type_id)
-        info = TensorInfo(name, shape, type_id, data_start + offset, n_bytes)
-        if info.offset + n_bytes > raw.size:
-            raise GGUFFormatError(
-                f"the file ends at byte {raw.size} but tensor {name!r} needs bytes up to "
-                f"{info.offset + n_bytes} (truncated?)"
-            )
-        infos.append(info)
+        infos.append(TensorInfo(name, shape, type_id, data_start + offset, n_bytes))
+    _check_extents(infos, raw.size, data_start, align)
+    made = sum(4 * math.prod(i.shape) for i in infos)
+    if made > MAX_EXPANSION * raw.size:
+        raise GGUFFormatError(
+            f"the tensors would dequantise to {made} bytes of float32, more than "
+            f"{MAX_EXPANSION} x the file's {raw.size} bytes"
+        )
     data = torch.from_numpy(raw)
     tensors = {i.name: dequantize(data[i.offset : i.offset + i.n_bytes], i) for i in infos}
     types = {i.name: TENSOR_TYPES.get(i.type_id, (str(i.type_id),))[0] for i in infos}
@@ -235,6 +328,8 @@ def dequantize(raw: Tensor, info: TensorInfo) -> Tensor:
     few temporary copies (they would stay in the process's memory after being freed).
     """
     name = TENSOR_TYPES.get(info.type_id, ("other",))[0]
+    if name in ("F32", "F16", "BF16") and raw.storage_offset() % TENSOR_TYPES[info.type_id][2]:
+        raw = raw.clone()  # an offset that is not a multiple of the element size (alignment 1)
     if name == "F32":
         x = raw.view(torch.float32).clone()
     elif name in ("F16", "BF16"):

@@ -25,6 +25,7 @@ from ..._checks import shape_str
 from ...multihead import AttentionFn, MultiHeadAttention, MultiHeadResult
 from .blocks import Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
 from .checks import check_ids
+from .claims import encoder_layers
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class MiniLMConfig(ModelSizes):
     def from_tensors(cls, tensors: dict[str, Tensor]) -> MiniLMConfig:
         """Read the sizes from the weights' shapes (the head count is not stored: 12)."""
         vocab, d_model = tensors["embeddings.word_embeddings.weight"].shape
-        n_layers = 1 + max(int(k.split(".")[2]) for k in tensors if k.startswith("encoder.layer."))
+        n_layers = encoder_layers(tensors)  # checked: 0..n-1 all present, n <= len(tensors)
         return cls(
             vocab_size=vocab,
             d_model=d_model,

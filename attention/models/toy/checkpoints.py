@@ -6,7 +6,6 @@ with a clear error for a missing, truncated or foreign file or another config.
 from __future__ import annotations
 
 import pickle
-import zipfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ...transformer import Transformer, TransformerConfig
+from ..errors import WeightFileError
 from .data import ToyTask
 from .snapshots import AttentionSnapshot
 from .training import TrainHistory
@@ -91,27 +91,51 @@ def load_checkpoint(path: str | Path, *, expect: TransformerConfig | None = None
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is truncated or not a checkpoint of this course, or its config
-            differs from `expect` (the differing fields are named).
+        WeightFileError (a ValueError): the file is truncated, damaged or not a checkpoint of
+            this course (the message names it and how to get a good one).
+        ValueError: its config differs from `expect` (the differing fields are named).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint: no file at {path}")
+    fix = (
+        "restore it with `git checkout -- attention/models/toy/reverse.pt` or reinstall the course"
+        if path.resolve() == SHIPPED_REVERSE.resolve()
+        else "save it again with save_checkpoint"
+    )
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise ValueError(
+        raise WeightFileError(
             f"checkpoint: {path} holds objects other than tensors and plain values, so "
             "torch.load(weights_only=True) refuses it; load_checkpoint reads save_checkpoint files"
         ) from exc
-    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as exc:
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a text file gives KeyError, a cut zip BadZipFile...
         said = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(". ")[0]
-        raise ValueError(
+        raise WeightFileError(
             f"checkpoint: {path} is truncated or corrupt ({path.stat().st_size} bytes), "
-            f"torch.load said: {said}; save it again"
-        ) from exc
+            f"torch.load said: {type(exc).__name__}: {said}; {fix}"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"checkpoint: {path} is not a checkpoint saved by save_checkpoint")
+        raise WeightFileError(f"checkpoint: {path} is not a checkpoint saved by save_checkpoint")
+    try:
+        return _rebuild(payload, path, expect)
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+        if isinstance(exc, _ConfigMismatch):
+            raise ValueError(str(exc)) from None
+        said = f"no key {exc}" if type(exc) is KeyError else f"{type(exc).__name__}: {exc}"
+        raise WeightFileError(
+            f"checkpoint: {path} is damaged: {said.splitlines()[0][:200]}; {fix}"
+        ) from None
+
+
+class _ConfigMismatch(ValueError):
+    pass
+
+
+def _rebuild(payload: dict, path: Path, expect: TransformerConfig | None) -> Checkpoint:
     config = TransformerConfig(**payload["config"])
     if expect is not None and expect != config:
         diffs = [
@@ -120,7 +144,7 @@ def load_checkpoint(path: str | Path, *, expect: TransformerConfig | None = None
             for f in fields(config)
             if getattr(config, f.name) != getattr(expect, f.name)
         ]
-        raise ValueError(f"checkpoint: {path} has a different config: " + "; ".join(diffs))
+        raise _ConfigMismatch(f"checkpoint: {path} has a different config: " + "; ".join(diffs))
     model = Transformer(config)
     state = {
         k: (v.float() if v.is_floating_point() else v) for k, v in payload["state_dict"].items()
