@@ -260,3 +260,38 @@ class SmolLM2(PretrainedModel):
         state = {ours: tensors[theirs] for theirs, ours in names.items()}
         model.load_state_dict(state, strict=True, assign=True)
         return model.eval().requires_grad_(False)
+
+
+def plain_weights(model: SmolLM2) -> dict[str, Tensor]:
+    """The model's weights as a plain dict of float32 tensors, each used as `x @ w`:
+
+        embed                (V, M)        row i is token i's vector; also the output layer (tied)
+        norm                 (M,)          the final RMSNorm's weight
+        blocks.{i}.attn_norm (M,)          i = 0 .. n_layers - 1
+        blocks.{i}.w_q       (M, H * D)    q = x @ w_q; D = M / H, columns ordered head by head,
+        blocks.{i}.w_k       (M, Hkv * D)    each head's D columns for RoPE's interleaved pairs
+        blocks.{i}.w_v       (M, Hkv * D)
+        blocks.{i}.w_o       (H * D, M)    output = merged heads @ w_o
+        blocks.{i}.ffn_norm  (M,)
+        blocks.{i}.w_gate    (M, F)        F = d_ff
+        blocks.{i}.w_up      (M, F)
+        blocks.{i}.w_down    (F, M)
+
+    The tensors are views of the model's own (transposed nn.Linear weights, no copy): read
+    them, do not change them in place.
+    """
+    weights = {"embed": model.embed.weight, "norm": model.norm.weight}
+    for i, block in enumerate(model.layers):
+        attn, ffn = block.attn, block.ffn
+        weights |= {
+            f"blocks.{i}.attn_norm": block.attn_norm.weight,
+            f"blocks.{i}.w_q": attn.q_proj.weight.T,
+            f"blocks.{i}.w_k": attn.k_proj.weight.T,
+            f"blocks.{i}.w_v": attn.v_proj.weight.T,
+            f"blocks.{i}.w_o": attn.out_proj.weight.T,
+            f"blocks.{i}.ffn_norm": block.ffn_norm.weight,
+            f"blocks.{i}.w_gate": ffn.gate.weight.T,
+            f"blocks.{i}.w_up": ffn.up.weight.T,
+            f"blocks.{i}.w_down": ffn.down.weight.T,
+        }
+    return weights

@@ -1,0 +1,755 @@
+"""A debugger for a decoder of your own: run it beside SmolLM2 and find the first step that differs.
+
+Your model is eight functions, a `Pieces` (signatures below); `decoder_forward` runs them on
+SmolLM2's weights (`plain_weights`). `compare(f, model, ids)` runs your pieces and the course's
+model on the same ids, records every step of every layer as it runs, and reports the first
+step whose largest difference exceeds the tolerance, with its size, and the slips that would
+give what your code gave there (each known slip is tried on your own inputs to that step):
+
+    report = compare(my_pieces, model, ids)
+    print(report)      # first difference: layer 0, step 'mask' (whole text): 12 entries differ
+                       #   matches: the causal mask off by one (the diagonal excluded): ...
+
+The steps of block i, in the order the forward pass reaches them:
+    resid_pre   (B, T, M)        the residual stream entering the block
+    attn_norm   (B, T, M)        rms_norm(x, attn_norm), what the attention layer reads
+    q, k        (B, H|Hkv, T, D) the projections, split into heads, before RoPE
+    q_rope, k_rope               after RoPE (k with the cached keys first)
+    v           (B, Hkv, Tk, D)  the values (cached ones first)
+    mask        (T, Tk) bool     True = may attend
+    weights     (B, H, T, Tk)    softmax of the scaled scores
+    heads       (B, H, T, D)     each head's output
+    attn_out    (B, T, M)        the heads merged and projected by w_o
+    resid_mid   (B, T, M)        x + attn_out
+    ffn_norm, ffn, resid_post    rms_norm(resid_mid, ffn_norm), SwiGLU of it, resid_mid + ffn
+then `logits` (B, T, V). The course's side comes from the model's own results (out.layers[i]:
+q_raw, k_raw, q, k, v, weights, heads; out.hidden_states) and its modules. Two runs are compared:
+the whole text at once, then (if that agrees) the text read in two calls with the cache, where
+positions and masks must continue after the cached tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ...functional import scaled_dot_product_attention
+from ...masks import causal_mask as _core_causal_mask
+from ...multihead import merge_heads
+from ...positional import apply_rope
+from .smollm2 import SmolLM2, SmolLM2Config, plain_weights
+
+STEPS = (
+    "resid_pre",
+    "attn_norm",
+    "q",
+    "k",
+    "q_rope",
+    "k_rope",
+    "v",
+    "mask",
+    "weights",
+    "heads",
+    "attn_out",
+    "resid_mid",
+    "ffn_norm",
+    "ffn",
+    "resid_post",
+)
+LAYER_NAMES = (
+    "attn_norm",
+    "w_q",
+    "w_k",
+    "w_v",
+    "w_o",
+    "ffn_norm",
+    "w_gate",
+    "w_up",
+    "w_down",
+)
+PAIRS = {  # the pieces that return two things
+    "attention": "(output, weights)",
+    "attention_layer": "(output, (k, v))",
+    "block": "(output, (k, v))",
+}
+Cache = list[tuple[Tensor, Tensor]]  # n_layers x (k, v), each (B, Hkv, Tpast, D)
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The functions a LLaMA-style decoder is made of; `f` in the layer, block and output
+    layer is the Pieces in use, so each piece calls the others through it (f.rope(...))."""
+
+    rms_norm: Callable[..., Tensor]  # (x (..., M), weight (M,), eps) -> (..., M)
+    rope: Callable[..., Tensor]  # (x (..., T, D), positions (T,), base) -> same shape,
+    # pairs (x_2i, x_2i+1), the layout of the file's w_q and w_k
+    causal_mask: Callable[..., Tensor]  # (t, past) -> (T, past + T) bool, True = may attend
+    attention: Callable[..., tuple]  # (q (B, H, Tq, D), k, v (B, Hkv, Tk, D), mask (Tq, Tk))
+    # -> (output (B, H, Tq, D), weights (B, H, Tq, Tk)); Hkv divides H (grouped-query)
+    swiglu: Callable[..., Tensor]  # (x (..., M), w_gate (M, F), w_up (M, F), w_down (F, M))
+    attention_layer: Callable[..., tuple]  # (x (B, T, M), w, past, cfg, f)
+    # -> (output (B, T, M), (k, v) with the cached ones first, for the next call's past)
+    block: Callable[..., tuple]  # (x (B, T, M), w, past, cfg, f) -> (output (B, T, M), (k, v))
+    output_layer: Callable[..., Tensor]  # (x (B, T, M), weights, cfg, f) -> logits (B, T, V)
+
+    def replace(self, **pieces: Callable[..., Any]) -> Pieces:
+        """A copy with some pieces replaced: f.replace(rope=my_rope)."""
+        return dataclasses.replace(self, **pieces)
+
+
+def block_weights(weights: dict[str, Tensor], i: int) -> dict[str, Tensor]:
+    """Block i's weights without the "blocks.{i}." prefix: {"attn_norm": ..., "w_q": ...}."""
+    return {name: weights[f"blocks.{i}.{name}"] for name in LAYER_NAMES}
+
+
+def decoder_forward(
+    f: Pieces,
+    weights: dict[str, Tensor],
+    cfg: SmolLM2Config,
+    ids: Tensor,
+    cache: Cache | None = None,
+) -> tuple[Tensor, Cache]:
+    """ids (B, T) -> (logits (B, T, V), the cache up to the last token), run by f's pieces.
+
+    With a cache (from an earlier call) ids holds only the new tokens.
+
+    Raises:
+        TypeError: a block that does not return a pair (output, (k, v)).
+    """
+    x = weights["embed"][ids]  # (B, T, M)
+    new_cache = []
+    for i in range(cfg.n_layers):
+        past = None if cache is None else cache[i]
+        result = f.block(x, block_weights(weights, i), past, cfg, f)
+        if _pair(result) is None:
+            got = type(result).__name__
+            raise TypeError(f"f.block: expected a pair (output, (k, v)), got {got} (layer {i})")
+        x, kv = result  # (B, T, M), this layer's keys and values
+        new_cache.append(kv)
+    return f.output_layer(x, weights, cfg, f), new_cache
+
+
+# --- the course's pieces -------------------------------------------------------------------------
+
+
+def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))  # as SmolLM2's
+
+
+def _rope(x: Tensor, positions: Tensor, base: float) -> Tensor:
+    return apply_rope(x, positions, base=base, layout="interleaved")
+
+
+def _causal_mask(t: int, past: int) -> Tensor:
+    return _core_causal_mask(t, past + t, offset=past)  # (T, past + T)
+
+
+def _attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    r = scaled_dot_product_attention(q, k, v, mask, check_finite=False)  # grouped-query
+    return r.output, r.weights
+
+
+def _swiglu(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
+    return (F.silu(x @ w_gate) * (x @ w_up)) @ w_down
+
+
+def _split(x: Tensor, n_heads: int) -> Tensor:
+    b, t, _ = x.shape
+    return x.view(b, t, n_heads, -1).transpose(1, 2)  # (B, H, T, D)
+
+
+def _attention_layer(x: Tensor, w: dict, past: Any, cfg: SmolLM2Config, f: Pieces) -> tuple:
+    t = x.shape[1]
+    p = 0 if past is None else past[0].shape[2]
+    positions = torch.arange(p, p + t, device=x.device)  # (T,) after the cached tokens
+    q = f.rope(_split(x @ w["w_q"], cfg.n_heads), positions, cfg.rope_base)  # (B, H, T, D)
+    k = f.rope(_split(x @ w["w_k"], cfg.n_kv_heads), positions, cfg.rope_base)
+    v = _split(x @ w["w_v"], cfg.n_kv_heads)  # (B, Hkv, T, D)
+    if past is not None:
+        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+    heads, _ = f.attention(q, k, v, f.causal_mask(t, p))  # (B, H, T, D)
+    return merge_heads(heads) @ w["w_o"], (k, v)
+
+
+def _block(x: Tensor, w: dict, past: Any, cfg: SmolLM2Config, f: Pieces) -> tuple:
+    a, kv = f.attention_layer(f.rms_norm(x, w["attn_norm"], cfg.norm_eps), w, past, cfg, f)
+    h = x + a  # (B, T, M)
+    g = f.rms_norm(h, w["ffn_norm"], cfg.norm_eps)
+    return h + f.swiglu(g, w["w_gate"], w["w_up"], w["w_down"]), kv
+
+
+def _output_layer(x: Tensor, weights: dict, cfg: SmolLM2Config, f: Pieces) -> Tensor:
+    return f.rms_norm(x, weights["norm"], cfg.norm_eps) @ weights["embed"].T  # tied
+
+
+COURSE = Pieces(
+    rms_norm=_rms_norm,
+    rope=_rope,
+    causal_mask=_causal_mask,
+    attention=_attention,
+    swiglu=_swiglu,
+    attention_layer=_attention_layer,
+    block=_block,
+    output_layer=_output_layer,
+)
+"""The course's own pieces: decoder_forward(COURSE, ...) is SmolLM2's forward pass."""
+
+
+# --- the known slips: each one's name, and what it computes --------------------------------------
+
+SLIPS = {
+    "LayerNorm (mean subtracted) instead of RMSNorm": "RMSNorm divides x by sqrt(mean(x^2) + "
+    "eps) and subtracts no mean",
+    "eps outside the root": "x / sqrt(mean(x^2) + eps): eps goes under the square root",
+    "the norm over the wrong axis": "take the mean of x^2 over the features, the last dim "
+    "(mean(-1, keepdim=True))",
+    "the norm's weight forgotten": "multiply by the learned weight (M,) at the end",
+    "gate and up swapped (SiLU on the wrong branch)": "SiLU goes on the gate branch: "
+    "silu(x @ w_gate) * (x @ w_up)",
+    "SiLU after the product": "only the gate is passed through SiLU, before the product",
+    "ReLU instead of SiLU": "SwiGLU's gate is silu(z) = z * sigmoid(z), not relu",
+    "GELU instead of SiLU": "SwiGLU's gate is silu(z) = z * sigmoid(z), not gelu",
+    "sigmoid instead of SiLU": "silu(z) = z * sigmoid(z): the z is missing",
+    "no SiLU at all": "the gate branch goes through silu before the product",
+    "the other RoPE layout (halves)": "this file's w_q and w_k pair features (x_2i, x_2i+1), "
+    "the interleaved layout; (x_i, x_(i + D/2)) is the layout of HF transformers",
+    "RoPE turned the wrong way": "(a, b) -> (a cos - b sin, b cos + a sin)",
+    "RoPE frequencies with i instead of 2i": "theta_i = base^(-2i / D)",
+    "RoPE applied to v": "only q and k are rotated; the values keep their content",
+    "positions restarting at 0 after the cache": "the new tokens sit at positions past .. "
+    "past + T - 1, after the cached ones",
+    "kv heads tiled instead of repeated in place": "query head h reads kv head h // (H / Hkv): "
+    "repeat_interleave on the head dim, not repeat",
+    "scale 1/sqrt(d_model) instead of 1/sqrt(d_head)": "each head's scores are divided by "
+    "sqrt(D), its own width, not by sqrt(M)",
+    "scores not scaled": "divide q @ k^T by sqrt(D)",
+    "scores divided by d_head, not its root": "divide by sqrt(D)",
+    "the causal mask off by one (the diagonal excluded)": "query i may see key i itself: j <= i",
+    "the causal mask off by one (one future key)": "query i sees keys j <= i, none after it",
+    "the causal mask inverted": "True means 'may attend'",
+    "the mask ignores the cache": "query i of this call sits at position past + i: "
+    "causal_mask(t, past) is (T, past + T) with j <= past + i",
+    "the mask not applied": "scores of keys the mask forbids become -inf before the softmax",
+    "heads merged without transpose(1, 2)": "(B, H, T, D) -> transpose(1, 2) -> (B, T, H, D) "
+    "-> reshape(B, T, H * D)",
+    "w_o forgotten": "the merged heads are projected: merged @ w_o",
+    "the residual forgotten": "each half of the block adds its result to its input: x + f(x)",
+    "the final norm forgotten": "logits = rms_norm(x, norm) @ embed.T",
+    "the output layer not tied": "the logits are rms_norm(x) @ embed.T, the embedding matrix "
+    "itself; no new or random layer",
+}
+
+
+def rms_norm_slips(x: Tensor, weight: Tensor, eps: float) -> list[tuple[str, Tensor]]:
+    """What each RMSNorm slip gives for (x, weight, eps)."""
+    ms = x.pow(2).mean(-1, keepdim=True)
+    centred = x - x.mean(-1, keepdim=True)
+    slips = [
+        (
+            "LayerNorm (mean subtracted) instead of RMSNorm",
+            centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight,
+        ),
+        ("eps outside the root", x / (torch.sqrt(ms) + eps) * weight),
+        ("the norm's weight forgotten", x / torch.sqrt(ms + eps)),
+    ]
+    for dims in ([0], [-2], list(range(x.dim()))):
+        if x.dim() > 1 and (dims != [0] or x.dim() > 2):
+            ms_wrong = x.pow(2).mean(dims, keepdim=True)
+            slips.append(("the norm over the wrong axis", x / torch.sqrt(ms_wrong + eps) * weight))
+    return slips
+
+
+def swiglu_slips(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> list:
+    """What each SwiGLU slip gives."""
+    g, u = x @ w_gate, x @ w_up  # (..., F)
+    return [
+        ("gate and up swapped (SiLU on the wrong branch)", (g * F.silu(u)) @ w_down),
+        ("SiLU after the product", F.silu(g * u) @ w_down),
+        ("ReLU instead of SiLU", (F.relu(g) * u) @ w_down),
+        ("GELU instead of SiLU", (F.gelu(g) * u) @ w_down),
+        ("GELU instead of SiLU", (F.gelu(g, approximate="tanh") * u) @ w_down),
+        ("sigmoid instead of SiLU", (torch.sigmoid(g) * u) @ w_down),
+        ("no SiLU at all", (g * u) @ w_down),
+    ]
+
+
+def rope_slips(x: Tensor, positions: Tensor, base: float) -> list[tuple[str, Tensor]]:
+    """What each RoPE slip gives for x (..., T, D) at `positions`."""
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(d // 2, dtype=torch.float64) / d)  # i, not 2i
+    angles = positions.double()[:, None] * theta  # (T, D/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    wrong_theta = torch.stack([a * cos - b * sin, b * cos + a * sin], -1).flatten(-2)
+    return [
+        ("the other RoPE layout (halves)", apply_rope(x, positions, base=base, layout="half")),
+        ("RoPE turned the wrong way", _rope(x, -positions, base)),
+        ("RoPE frequencies with i instead of 2i", wrong_theta),
+        ("positions restarting at 0 after the cache", _rope(x, positions - positions[0], base)),
+    ]
+
+
+def mask_slips(t: int, past: int) -> list[tuple[str, Tensor]]:
+    """What each causal-mask slip gives for t new tokens after `past` cached ones."""
+    want = _causal_mask(t, past)
+    slips = [
+        (
+            "the causal mask off by one (the diagonal excluded)",
+            _core_causal_mask(t, past + t, offset=past - 1),
+        ),
+        (
+            "the causal mask off by one (one future key)",
+            _core_causal_mask(t, past + t, offset=past + 1),
+        ),
+        ("the causal mask inverted", ~want),
+    ]
+    if past:
+        slips.append(("the mask ignores the cache", _core_causal_mask(t, past + t)))
+    return slips
+
+
+def attention_slips(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> list:
+    """What each attention slip gives: (name, (output, weights))."""
+    n_rep = q.shape[1] // k.shape[1]
+    d = q.shape[-1]
+    kt, vt = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)  # tiled: 0, 1, 2, 0, 1, 2, ...
+
+    def run(k: Tensor, v: Tensor, mask: Tensor | None, scale: float | None = None) -> tuple:
+        r = scaled_dot_product_attention(q, k, v, mask, scale=scale, check_finite=False)
+        return r.output, r.weights
+
+    return [
+        ("kv heads tiled instead of repeated in place", run(kt, vt, mask)),
+        (
+            "scale 1/sqrt(d_model) instead of 1/sqrt(d_head)",
+            run(k, v, mask, 1 / math.sqrt(q.shape[1] * d)),
+        ),
+        ("scores not scaled", run(k, v, mask, 1.0)),
+        ("scores divided by d_head, not its root", run(k, v, mask, 1 / d)),
+        ("the mask not applied", run(k, v, None)),
+    ]
+
+
+# --- recording a run of the learner's pieces ------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    piece: str
+    layer: int  # block index; -1 before the blocks, n_layers for the output layer
+    args: tuple
+    result: Any
+
+
+class PieceError(Exception):
+    """A piece raised while the debugger ran it; the message names the piece and the layer."""
+
+
+class _Recorder:
+    def __init__(self, f: Pieces, n_layers: int) -> None:
+        self.calls: list[_Call] = []
+        self.layer = -1
+        self.n_layers = n_layers
+        wrapped = {
+            field.name: self._wrap(field.name, getattr(f, field.name))
+            for field in dataclasses.fields(Pieces)
+        }
+        self.pieces = Pieces(**wrapped)
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any) -> Any:
+            if name == "block":
+                self.layer += 1
+            elif name == "output_layer":
+                self.layer = self.n_layers
+            layer = self.layer
+            try:
+                result = fn(*args)
+            except PieceError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - reported with where it happened
+                where = "the output layer" if layer >= self.n_layers else f"layer {layer}"
+                raise PieceError(
+                    f"{where}: your {name} raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if name in PAIRS and _pair(result) is None:
+                where = "the output layer" if layer >= self.n_layers else f"layer {layer}"
+                raise PieceError(
+                    f"{where}: your {name} returned {type(result).__name__}; expected a pair "
+                    f"{PAIRS[name]}"
+                )
+            self.calls.append(_Call(name, layer, args, result))
+            return result
+
+        wrapped.__name__ = getattr(fn, "__name__", name)
+        return wrapped
+
+    def of(self, layer: int, piece: str) -> list[_Call]:
+        return [c for c in self.calls if c.layer == layer and c.piece == piece]
+
+
+def _learner_steps(rec: _Recorder, i: int, cfg: SmolLM2Config) -> dict[str, Any]:
+    """The learner's value at each step of block i (steps it never computed are left out)."""
+    steps: dict[str, Any] = {}
+    block = rec.of(i, "block")
+    layer = rec.of(i, "attention_layer")
+    norms, ropes = rec.of(i, "rms_norm"), rec.of(i, "rope")
+    att, ffn = rec.of(i, "attention"), rec.of(i, "swiglu")
+    if block:
+        steps["resid_pre"] = block[0].args[0]
+    if layer:
+        steps["attn_norm"] = layer[0].args[0]
+    q_calls = [c for c in ropes if _heads(c.args[0]) == cfg.n_heads]
+    k_calls = [c for c in ropes if _heads(c.args[0]) == cfg.n_kv_heads]
+    if q_calls:
+        steps["q"] = q_calls[0].args[0]
+    if k_calls:
+        steps["k"] = k_calls[0].args[0]
+    masks = rec.of(i, "causal_mask")
+    if masks:
+        steps["mask"] = masks[0].result
+    if att:
+        q, k, v, mask = att[0].args
+        steps |= {"q_rope": q, "k_rope": k, "v": v, "mask": mask}
+        out = _pair(att[0].result)
+        if out is not None:
+            steps["weights"], steps["heads"] = out[1], out[0]
+    if layer and _pair(layer[0].result) is not None:
+        steps["attn_out"] = layer[0].result[0]
+    if len(norms) > 1:
+        steps["resid_mid"] = norms[1].args[0]
+    if ffn:
+        steps["ffn_norm"], steps["ffn"] = ffn[0].args[0], ffn[0].result
+    if block and _pair(block[0].result) is not None:
+        steps["resid_post"] = block[0].result[0]
+    return steps
+
+
+def _heads(x: Any) -> int | None:
+    return int(x.shape[1]) if isinstance(x, Tensor) and x.dim() == 4 else None
+
+
+def _pair(result: Any) -> tuple | None:
+    return tuple(result) if isinstance(result, (tuple, list)) and len(result) == 2 else None
+
+
+def _course_steps(model: SmolLM2, out: Any, i: int, past: int) -> dict[str, Tensor]:
+    """The course model's value at each step of block i, from its results and modules."""
+    r, block, x = out.layers[i], model.layers[i], out.hidden_states[i]
+    t = x.shape[1]
+    attn_out = block.attn.out_proj(merge_heads(r.heads))  # (B, T, M)
+    mid = x + attn_out
+    g = block.ffn_norm(mid)
+    return {
+        "resid_pre": x,
+        "attn_norm": block.attn_norm(x),
+        "q": r.q_raw,
+        "k": r.k_raw,
+        "q_rope": r.q,
+        "k_rope": r.k,
+        "v": r.v,
+        "mask": _causal_mask(t, past),
+        "weights": r.weights,
+        "heads": r.heads,
+        "attn_out": attn_out,
+        "resid_mid": mid,
+        "ffn_norm": g,
+        "ffn": block.ffn(g),
+        "resid_post": out.hidden_states[i + 1],
+    }
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gap:
+    """The first step where the learner's value and the course's differ by more than the
+    tolerance: max |got - want| > tol * max(1, max |want|)."""
+
+    run: str  # "whole text" or "with the cache"
+    layer: int | None  # None for the logits
+    step: str  # one of STEPS, or "logits"
+    max_diff: float  # the largest |got - want| (inf for another shape; mask: entries differing)
+    scale: float  # the largest |want|
+    where: tuple[int, ...]  # index of the largest difference
+    detail: str  # e.g. "expected shape (1, 9, 5, 64), got (1, 9, 64, 5)"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What compare found: the first gap (None: the two agree everywhere), the slips whose
+    result equals the learner's at that step, and the slips that usually first show there."""
+
+    first: Gap | None
+    matches: tuple[str, ...]
+    suspects: tuple[str, ...]
+    logits_max_diff: float | None  # whole text; None if the learner's model did not finish
+    error: str | None  # a piece that raised, and where
+    tol: float
+
+    @property
+    def ok(self) -> bool:
+        return self.first is None and self.error is None
+
+    def __str__(self) -> str:
+        lines = []
+        if self.logits_max_diff is not None:
+            lines.append(f"logits: largest difference {self.logits_max_diff:.2e} (whole text)")
+        if self.error is not None:
+            lines.append(f"stopped: {self.error}")
+        if self.first is None and self.error is None:
+            lines.append(
+                f"every step of every layer agrees within {self.tol:g}, both runs (whole text, "
+                "and with the cache)"
+            )
+            return "\n".join(lines)
+        g = self.first
+        if g is not None:
+            where = "the logits" if g.layer is None else f"layer {g.layer}, step {g.step!r}"
+            size = (
+                f"{int(g.max_diff)} entries differ"
+                if g.step == "mask" and math.isfinite(g.max_diff)
+                else f"largest difference {g.max_diff:.3g} at {g.where} "
+                f"(values up to {g.scale:.3g})"
+            )
+            lines.append(f"first difference: {where} ({g.run}): {size}")
+            if g.detail:
+                lines.append(f"  {g.detail}")
+        for name in self.matches:
+            lines.append(f"  matches: {name}: {SLIPS[name]}")
+        if not self.matches and self.suspects:
+            lines.append("  usual slips here: " + "; ".join(self.suspects))
+        return "\n".join(lines)
+
+
+SUSPECTS = {
+    "resid_pre": ("the embedding: x = weights['embed'][ids]",),
+    "attn_norm": (
+        "LayerNorm (mean subtracted) instead of RMSNorm",
+        "eps outside the root",
+        "the norm over the wrong axis",
+    ),
+    "q": ("x @ w_q, split with view(B, T, H, D).transpose(1, 2)",),
+    "k": ("x @ w_k, split with view(B, T, Hkv, D).transpose(1, 2)",),
+    "q_rope": ("the other RoPE layout (halves)", "positions restarting at 0 after the cache"),
+    "k_rope": ("the other RoPE layout (halves)", "positions restarting at 0 after the cache"),
+    "v": ("RoPE applied to v",),
+    "mask": (
+        "the causal mask off by one (the diagonal excluded)",
+        "the causal mask off by one (one future key)",
+        "the mask ignores the cache",
+    ),
+    "weights": (
+        "kv heads tiled instead of repeated in place",
+        "scale 1/sqrt(d_model) instead of 1/sqrt(d_head)",
+        "the mask not applied",
+    ),
+    "heads": ("kv heads tiled instead of repeated in place", "output = weights @ v"),
+    "attn_out": ("heads merged without transpose(1, 2)", "w_o forgotten"),
+    "resid_mid": ("the residual forgotten",),
+    "ffn_norm": ("the norm's input is x + attention(...), with the ffn_norm weight",),
+    "ffn": (
+        "gate and up swapped (SiLU on the wrong branch)",
+        "ReLU instead of SiLU",
+        "GELU instead of SiLU",
+    ),
+    "resid_post": ("the residual forgotten",),
+    "logits": ("the final norm forgotten", "the output layer not tied"),
+}
+
+
+def _gap(got: Any, want: Tensor, tol: float) -> tuple[float, float, tuple[int, ...], str] | None:
+    """(max diff, scale, where, detail) if got differs from want beyond tol, else None."""
+    if not isinstance(got, Tensor):
+        return math.inf, 0.0, (), f"expected a tensor, got {type(got).__name__}"
+    if tuple(got.shape) != tuple(want.shape):
+        detail = f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
+        return math.inf, 0.0, (), detail
+    if want.dtype == torch.bool or got.dtype == torch.bool:
+        wrong = got.bool() != want if got.dtype == torch.bool else torch.ones_like(want)
+        n = int(wrong.sum())
+        if not n:
+            return None
+        detail = "" if got.dtype == torch.bool else f"expected a bool mask, got {got.dtype}"
+        return float(n), 1.0, tuple(int(j) for j in wrong.nonzero()[0]), detail
+    diff = (got.detach().double() - want.double()).abs()
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    largest = float(diff.max()) if diff.numel() else 0.0
+    if largest <= tol * max(1.0, scale):
+        return None
+    where = tuple(int(j) for j in torch.unravel_index(diff.argmax(), diff.shape))
+    return largest, scale, where, ""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.shape != b.shape:
+        return False
+    if a.dtype == torch.bool or b.dtype == torch.bool:
+        return a.dtype == b.dtype and bool(torch.equal(a, b))
+    scale = max(1.0, float(b.abs().max())) if b.numel() else 1.0
+    return bool(((a.double() - b.double()).abs() <= 1e-3 * scale).all())
+
+
+def _matches(
+    rec: _Recorder, cfg: SmolLM2Config, i: int, step: str, steps: dict, want: dict, past: int
+) -> list[str]:
+    """The known slips that give exactly what the learner's code gave at this step."""
+    found: list[str] = []
+    got = steps.get(step)
+
+    def test(candidates: list, value: Any) -> None:
+        for name, wrong in candidates:
+            if name not in found and _same(value, wrong):
+                found.append(name)
+
+    norms, ropes = rec.of(i, "rms_norm"), rec.of(i, "rope")
+    if step in ("attn_norm", "ffn_norm"):
+        for c in norms:
+            test(rms_norm_slips(*c.args), c.result)
+    elif step in ("q_rope", "k_rope"):
+        for c in ropes:
+            positions = c.args[1]
+            restarted = isinstance(positions, Tensor) and past and int(positions[0]) == 0
+            if restarted and "positions restarting at 0 after the cache" not in found:
+                found.append("positions restarting at 0 after the cache")
+            test(rope_slips(*c.args), c.result)
+    elif step == "v" and isinstance(got, Tensor) and got.shape == want["v"].shape:
+        t = want["k"].shape[2]
+        positions = torch.arange(past, past + t)
+        new = want["v"][:, :, -t:]  # the course's values of this call's tokens
+        test([("RoPE applied to v", _rope(new, positions, cfg.rope_base))], got[:, :, -t:])
+        if "RoPE applied to v" not in found and len(ropes) > 2:
+            found.append("RoPE applied to v")
+    elif step == "mask" and isinstance(got, Tensor):
+        test(mask_slips(got.shape[0], got.shape[-1] - got.shape[0]), got)
+    elif step in ("weights", "heads"):
+        for c in rec.of(i, "attention"):
+            result = _pair(c.result)
+            if result is None:
+                continue
+            for name, (output, weights) in attention_slips(*c.args):
+                if name not in found and _same(result[1], weights) and _same(result[0], output):
+                    found.append(name)
+    elif step == "attn_out" and "heads" in steps:
+        heads = steps["heads"]
+        b, h, t, d = heads.shape
+        w_o = rec.of(i, "attention_layer")[0].args[1]["w_o"]
+        test(
+            [
+                ("heads merged without transpose(1, 2)", heads.reshape(b, t, h * d) @ w_o),
+                ("w_o forgotten", merge_heads(heads)),
+            ],
+            got,
+        )
+    elif step == "resid_mid" and "attn_out" in steps:
+        test([("the residual forgotten", steps["attn_out"])], got)
+    elif step == "ffn":
+        for c in rec.of(i, "swiglu"):
+            test(swiglu_slips(*c.args), c.result)
+    elif step == "resid_post" and "ffn" in steps:
+        test([("the residual forgotten", steps["ffn"])], got)
+    return found
+
+
+def _logit_slips(rec: _Recorder, logits: Any) -> list[str]:
+    calls = rec.of(rec.n_layers, "output_layer")
+    if not calls:
+        return []
+    x, weights, cfg, _ = calls[0].args
+    if _same(logits, x @ weights["embed"].T):
+        return ["the final norm forgotten"]
+    if not _same(logits, _output_layer(x, weights, cfg, COURSE)):
+        return ["the output layer not tied"]  # logits not made from the embedding
+    return []
+
+
+def _first_gap(
+    rec: _Recorder, model: SmolLM2, out: Any, logits: Any, past: int, run: str, tol: float
+) -> tuple[Gap, list[str]] | None:
+    for i in range(model.cfg.n_layers):
+        steps = _learner_steps(rec, i, model.cfg)
+        want = _course_steps(model, out, i, past)
+        for step in STEPS:
+            if step not in steps:
+                continue
+            gap = _gap(steps[step], want[step], tol)
+            if gap is not None:
+                try:  # naming the slip is best effort: odd inputs may not fit a variant
+                    found = _matches(rec, model.cfg, i, step, steps, want, past)
+                except Exception:  # noqa: BLE001
+                    found = []
+                return Gap(run, i, step, *gap), found
+    gap = _gap(logits, out.logits, tol)
+    if gap is not None:
+        try:
+            found = _logit_slips(rec, logits)
+        except Exception:  # noqa: BLE001
+            found = []
+        return Gap(run, None, "logits", *gap), found
+    return None
+
+
+def compare(
+    f: Pieces, model: SmolLM2, ids: Tensor, *, tol: float = 1e-3, split: int | None = None
+) -> Comparison:
+    """Run f's pieces and the course's model on ids (B, T); report the first step that differs.
+
+    Two runs: the whole text at once; then, if that agrees, ids[:, :split] followed by the rest
+    with the cache (split defaults to T - 2), which checks positions and masks after a cache.
+    A step differs when max |learner - course| > tol * max(1, max |course|).
+
+    Raises:
+        TypeError: f is not a Pieces.
+        ValueError: ids shorter than 3 tokens, or split outside [1, T).
+    """
+    if not isinstance(f, Pieces):
+        raise TypeError(
+            f"f: expected a Pieces (the functions of your model), got {type(f).__name__}"
+        )
+    t = ids.shape[-1]
+    if ids.dim() != 2 or t < 3:
+        raise ValueError(f"ids: expected (B, T) with T >= 3, got shape {tuple(ids.shape)}")
+    split = t - 2 if split is None else split
+    if not 1 <= split < t:
+        raise ValueError(f"split: expected 1 <= split < T = {t}, got {split}")
+    cfg, weights = model.cfg, plain_weights(model)
+    logits_diff = None
+    for run, cut in (("whole text", None), ("with the cache", split)):
+        if cut is None:
+            out, past = model(ids), 0
+        else:
+            first = model(ids[:, :cut], use_cache=True, need_weights=False)
+            out, past = model(ids[:, cut:], cache=first.cache), cut
+        rec = _Recorder(f, cfg.n_layers)  # the call compared with `out`
+        logits, error = None, None
+        try:
+            if cut is None:
+                logits, _ = decoder_forward(rec.pieces, weights, cfg, ids)
+            else:
+                warm = _Recorder(f, cfg.n_layers)  # fills the cache, compared in the first run
+                _, cache = decoder_forward(warm.pieces, weights, cfg, ids[:, :cut])
+                logits, _ = decoder_forward(rec.pieces, weights, cfg, ids[:, cut:], cache)
+        except PieceError as err:
+            error = str(err)
+        with torch.no_grad():
+            found = _first_gap(rec, model, out, logits, past, run, tol)
+        if error is not None and found is not None and found[0].layer is None:
+            found = None  # the logits are missing because a piece raised: that is reported
+        if cut is None and isinstance(logits, Tensor) and logits.shape == out.logits.shape:
+            logits_diff = float((logits - out.logits).abs().max())
+        if found is not None:
+            gap, matches = found
+            suspects = SUSPECTS.get(gap.step, ())
+            return Comparison(gap, tuple(matches), suspects, logits_diff, error, tol)
+        if error is not None:
+            return Comparison(None, (), (), logits_diff, error, tol)
+    return Comparison(None, (), (), logits_diff, None, tol)
