@@ -7,8 +7,8 @@ always give the same numbers (every random draw is seeded).
 
 Module attention/explore/<stem>.py feeds widgets/explorers/<stem>.py, and reads
 `<Stem>Params -> explore_<stem> -> <Stem>Exploration` (attention, mask, tokens, scaling, heads,
-positional, training, model_view, flash, kv_cache, rope); widgets/registry.py lists which
-explorer calls which function. model_view has three (explore_model_view, explore_head_view,
+positional, training, model_view, flash, kv_cache, rope, induction); widgets/registry.py lists
+which explorer calls which function. model_view has three (explore_model_view, explore_head_view,
 explore_neuron). Results are Explorations, so none shares a name with the core's Results.
 
 _util holds the size limits, argument checks, the seeded MultiHeadAttention the explorers share
@@ -40,6 +40,7 @@ from .heads import (
     explore_heads,
     head_choices,
 )
+from .induction import InductionExploration, InductionParams, explore_induction
 from .kv_cache import (
     KV_DTYPES,
     KV_PRESETS,
@@ -127,6 +128,9 @@ from .training import TrainingExploration, TrainingParams, explore_training
 from .windows import WindowRun, masked_logits, window_experiment, window_run
 
 __all__ = [
+    "InductionExploration",
+    "InductionParams",
+    "explore_induction",
     "D_K_MAX",
     "DEFAULT_SENTENCE",
     "DEFAULT_TEXTS",

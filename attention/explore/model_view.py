@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..masks import causal_mask, sliding_window_mask
+from ..models.head_scores import induction_score, previous_token_score, sink_share
 from ..models.pretrained import (
     DECODER,
     ENCODER,
@@ -149,27 +150,7 @@ def model_maps(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> Mode
 # --- one number per head ----------------------------------------------------------------------
 
 
-def sink_share(weights: Tensor) -> Tensor:
-    """Mean weight on the first token, over queries 1..T-1: (..., T, T) -> (...).
-
-    Query 0 is left out: in a causal model it can only attend to itself (weight 1).
-    """
-    return weights[..., 1:, 0].mean(-1)
-
-
-def previous_token_score(weights: Tensor) -> Tensor:
-    """Mean weight on the token just before, over queries 1..T-1: (..., T, T) -> (...)."""
-    return torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1).mean(-1)
-
-
-def induction_score(weights: Tensor, n: int) -> Tensor:
-    """Mean weight of the second copy's queries on the token after their earlier occurrence.
-
-    On n tokens repeated twice, query i (n <= i < 2n) holds the token seen at i - n; an
-    induction head looks at what came next then, key i - n + 1, to predict what comes now.
-    weights (..., 2n, 2n) -> (...).
-    """
-    return torch.diagonal(weights, offset=-(n - 1), dim1=-2, dim2=-1)[..., 1:].mean(-1)
+# sink_share, previous_token_score, induction_score: attention/models/head_scores.py
 
 
 @dataclass(frozen=True)

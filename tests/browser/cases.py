@@ -214,6 +214,21 @@ EXPLORER_CASES: list[ExplorerCase] = [
         expect=r"T = {value} positions",
         shot="ac-rope-explorer",
     ),
+    # Lesson 17's InductionExplorer opens on the model the lesson trained (step 520 of a
+    # 1,000-step budget): pressing Train trains on in a background thread, the maps redraw as
+    # it goes and the status line counts the steps.
+    ExplorerCase(
+        id="induction-train",
+        notebook="lessons/17_induction_heads.ipynb",
+        scope="ac-induction-explorer",
+        control="ac-train",
+        figure="ac-panel-maps",
+        readout="ac-status",
+        expect=r"step \d+/1000",
+        click=(0.5, 0.5),
+        key=None,
+        shot="ac-induction-explorer",
+    ),
 ]
 
 
