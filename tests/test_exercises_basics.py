@@ -106,6 +106,11 @@ def softmax_shifted_by_min(scores):
     return e / e.sum(-1, keepdim=True)
 
 
+def softmax_shifted_by_global_max(scores):
+    e = (scores - scores.max()).exp()  # one max for the whole tensor, not one per row
+    return e / e.sum(-1, keepdim=True)
+
+
 def test_shifting_by_the_min_passes_everything_but_a_wide_spread():
     """Why check_softmax needs the [0, 1000] row: the min shift is right on the other inputs."""
     huge = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -999.0]])
@@ -122,6 +127,7 @@ def test_shifting_by_the_min_passes_everything_but_a_wide_spread():
         (lambda s: s / s.sum(-1, keepdim=True), "the exp is missing"),
         (lambda s: s.exp() / s.exp().sum(-1, keepdim=True), "exp(1000) overflows"),
         (softmax_shifted_by_min, "subtract the row's maximum, not its minimum: exp overflows"),
+        (softmax_shifted_by_global_max, "you subtracted the max of the whole tensor"),
     ],
 )
 def test_softmax_mistakes(fn, message, capsys):
@@ -340,7 +346,7 @@ def test_attention_shapes_accepts_lists_and_torch_sizes(capsys):
         (lambda d, a, b: d, "the spread of the entries matters too"),
         (lambda d, a, b: d * (a**2 + b**2), "variances of a product multiply"),
         (lambda d, a, b: d * a**2 * b**2 + 1, "(64, 1.0, 1.0): expected 64, got 65"),
-        (lambda d, a, b: "d_k", "returned 'd_k'; return a number"),
+        (lambda d, a, b: "d_k", "(64, 1.0, 1.0): expected a number, got str 'd_k'"),
     ],
 )
 def test_dot_product_variance_mistakes(fn, message, capsys):

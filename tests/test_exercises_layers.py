@@ -240,6 +240,8 @@ def test_mha_parameter_count_accepts_a_tensor_or_float(capsys):
 
 # --- lesson 9 ---------------------------------------------------------------------------------
 
+INVARIANCE = "reverse order: shuffling its input leaves every sum, mean or sorted list over the "
+
 
 @pytest.mark.parametrize(
     ("wrong", "message"),
@@ -249,6 +251,13 @@ def test_mha_parameter_count_accepts_a_tensor_or_float(capsys):
         (lambda f, x, p: torch.allclose(f(x[:, p]), f(x)[:, p.argsort()]), "said False"),
         (lambda f, x, p: True, "you said True for self-attention with positional encodings"),
         (lambda f, x, p: f(x[:, p]), "expected a bool"),
+        # tests of invariance, the misconception the exercise is about: rejected and named
+        (lambda f, x, p: torch.allclose(f(x[:, p]).sum(1), f(x).sum(1), atol=1e-5), INVARIANCE),
+        (lambda f, x, p: torch.allclose(f(x[:, p]).mean(1), f(x).mean(1), atol=1e-6), INVARIANCE),
+        (
+            lambda f, x, p: torch.allclose(f(x[:, p]).sort(1).values, f(x).sort(1).values),
+            INVARIANCE,
+        ),
     ],
 )
 def test_permutation_equivariance_mistakes(wrong, message, capsys):

@@ -8,6 +8,7 @@ from attention.exercises.models import (
     check_chat_prompt,
     check_induction_score,
     check_previous_token_score,
+    check_sampling_probs,
     check_sink_share,
     check_top_k_filter,
 )
@@ -15,6 +16,7 @@ from attention.exercises.solution_models import (
     solution_chat_prompt,
     solution_induction_score,
     solution_previous_token_score,
+    solution_sampling_probs,
     solution_sink_share,
     solution_top_k_filter,
 )
@@ -32,6 +34,7 @@ def run(check, fn, capsys):
         (check_previous_token_score, solution_previous_token_score),
         (check_induction_score, solution_induction_score),
         (check_top_k_filter, solution_top_k_filter),
+        (check_sampling_probs, solution_sampling_probs),
         (check_chat_prompt, solution_chat_prompt),
     ],
 )
@@ -148,6 +151,63 @@ def keep_top(logits, k, fill=float("-inf"), strict=False):
 def test_top_k_mistakes(fn, message, capsys):
     ok, out = run(check_top_k_filter, fn, capsys)
     assert not ok and message in out, out
+
+
+# --- sampling probabilities -------------------------------------------------------------------
+
+
+def sampling(x, t, k, *, scale=None, k_shift=0, after=False, renorm=True):
+    """The learner's distribution with one thing changed (see the parameters)."""
+    scores = x / t if scale is None else x * scale
+    keep = None if k is None else keep_top(scores, k + k_shift)
+    if not after:
+        return torch.softmax(scores if keep is None else keep, -1)
+    probs = torch.softmax(scores, -1)
+    if keep is not None:
+        probs = probs.masked_fill(keep == float("-inf"), 0.0)
+    return probs / probs.sum(-1, keepdim=True) if renorm else probs
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (lambda x, t, k: sampling(x, 1.0, k), "the temperature changed nothing"),
+        (
+            lambda x, t, k: sampling(x, 1.0, k) / t,
+            "divided the probabilities by the temperature after",
+        ),
+        (
+            lambda x, t, k: sampling(x, t, k, scale=t),
+            "you multiplied the logits by the temperature 0.5",
+        ),
+        (lambda x, t, k: keep_top(x / t, k), "you returned the (filtered) logits"),
+        (lambda x, t, k: torch.softmax(x, -1), "you returned softmax(logits): apply the temp"),
+        (lambda x, t, k: sampling(x, t, k, k_shift=-1), "you kept 3 tokens; keep exactly k = 4"),
+        (lambda x, t, k: sampling(x, t, k, k_shift=1), "you kept 5 tokens; keep exactly k = 4"),
+        (
+            lambda x, t, k: sampling(x, t, k, after=True, renorm=False),
+            "without renormalising",
+        ),
+        (lambda x, t, k: sampling(x, t, None), "top_k = 4 was ignored"),
+        (lambda x, t, k: sampling(x, t, k if k is None else k + 2), "wrong value at position"),
+        (lambda x, t, k: sampling(x, t, k)[0], "wrong shape: expected (3, 12), got (12,)"),
+        (lambda x, t, k: None, "returned None"),
+    ],
+)
+def test_sampling_probs_mistakes(fn, message, capsys):
+    ok, out = run(check_sampling_probs, fn, capsys)
+    assert not ok and message in out, out
+
+
+def test_sampling_probs_filters_after_softmax_and_renormalises_is_right(capsys):
+    """Zeroing after the softmax and renormalising gives the same distribution: accepted."""
+    ok, out = run(check_sampling_probs, lambda x, t, k: sampling(x, t, k, after=True), capsys)
+    assert ok, out
+
+
+def test_sampling_probs_without_top_k_must_not_filter(capsys):
+    ok, out = run(check_sampling_probs, lambda x, t, k: sampling(x, t, k or 3), capsys)
+    assert not ok and "probabilities (T=2.0, top_k=None)" in out, out
 
 
 # --- chat prompt -------------------------------------------------------------------------------

@@ -150,10 +150,12 @@ def test_pack_wraps_rows_at_the_maximum_width():
 
 def test_a_figure_wider_than_the_page_is_rendered_smaller_not_cut():
     picture.pictures(True)
-    row = widgets.Heatmap(torch.rand(12, 14, 14), columns=12, title="every head")
+    row = widgets.Heatmap(torch.rand(4, 40, 40), columns=4, title="four heads")
     image = decode(bundle(row))
     assert picture.MAX_WIDTH - 2 <= image.shape[1] <= picture.MAX_WIDTH
     assert image.shape[0] > 40
+    many = decode(bundle(widgets.Heatmap(torch.rand(12, 14, 14), columns=12, title="every head")))
+    assert many.shape[1] <= picture.MAX_WIDTH and many.shape[0] > 40  # drawn small: fits
 
 
 def test_training_progress_shows_its_final_curves_once_it_was_displayed(monkeypatch):
@@ -179,3 +181,88 @@ def test_training_progress_shows_its_final_curves_once_it_was_displayed(monkeypa
     picture.pictures(False)
     live.show_history(history)
     assert len(shown) == 1  # pictures off: nothing more
+
+
+# --- what the pictures must make readable (issue #25: three pictures that could not be read) ---
+
+
+def test_categories_get_a_legend_of_swatches_not_a_colour_bar():
+    """FlashExplorer's tiles are 0 / 1 / 2 = not read, read, on chip: not a scale."""
+    from matplotlib.colorbar import Colorbar
+
+    explorer = widgets.FlashExplorer(step=5)
+    fig = explorer.tiles.figure()
+    assert not any(isinstance(getattr(ax, "_colorbar", None), Colorbar) for ax in fig.axes)
+    assert len(fig.axes) == 1  # the map, no colour bar beside it
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert names == ["not read yet", "read earlier", "on chip now"]
+    faces = [tuple(np.round(h.get_facecolor()[:3], 2)) for h in legend.legend_handles]
+    assert len(set(faces)) == 3  # three swatches that can be told apart
+    assert faces[0] == (1.0, 1.0, 1.0) and faces[2] == (0.0, 0.0, 0.0)  # gray_r: white, black
+    rope = widgets.RopeExplorer().pairing.figure()
+    assert [t.get_text() for t in rope.legends[0].get_texts()] == [
+        "in the pair",
+        "in the chosen pair",
+    ]
+    assert len(rope.axes) == 2  # two layouts, no colour bar
+
+
+def test_a_heatmap_without_its_colour_bar_has_none_in_its_picture_either():
+    hm = widgets.Heatmap(torch.rand(3, 4), show_colorbar=False)
+    assert len(hm.figure().axes) == 1
+    assert len(widgets.Heatmap(torch.rand(3, 4)).figure().axes) == 2
+
+
+def test_a_chart_legend_draws_each_series_as_the_chart_does():
+    """Solid and dashed lines of one colour ("moved" and "stored") must differ in the legend."""
+    scale = widgets.FlashExplorer().scale.figure()
+    legend = scale.axes[0].get_legend()
+    texts, handles = legend.get_texts(), legend.legend_handles
+    styles = {t.get_text(): h.get_linestyle() for t, h in zip(texts, handles, strict=True)}
+    assert styles["naive: bytes moved"] == "-" and styles["naive: S and P stored"] == "--"
+    assert styles["flash: bytes moved"] == "-" and styles["flash: lse stored"] == "--"
+    flash = widgets.FlashExplorer(step=3).m_chart.figure()
+    bar, line = flash.axes[0].get_legend().legend_handles
+    assert type(bar).__name__ == "Rectangle" and line.get_linestyle() == "--"
+
+
+def test_a_long_chart_title_is_wrapped_inside_the_picture_not_cut():
+    fig = widgets.RopeExplorer().offsets.figure()
+    title = fig.axes[0].title
+    assert title.get_text().replace("\n", " ") == (
+        "score on each diagonal m − n (matched: one value; mixed: a range)"
+    )
+    fig.canvas.draw()
+    box = title.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+
+
+def test_many_small_multiples_keep_titles_a_reader_can_read():
+    """ModelView's 6 x 12 heads: drawn to fit the page, titles at least 7 px tall."""
+    view = widgets.ModelView("minilm")
+    fig = view.thumbs.figure()
+    dpi = min(picture.DPI, picture.MAX_WIDTH / fig.get_figwidth())  # as the picture renders it
+    titles = [ax.title for ax in fig.axes if ax.get_visible() and ax.title.get_text()]
+    assert len(titles) == 72 and {t.get_text() for t in titles} >= {"▶0.0", "5.11"}
+    assert min(t.get_fontsize() for t in titles) * dpi / 72 >= 7
+    image = picture._rgba(fig, picture.DPI, picture.MAX_WIDTH)  # as png_bytes renders it
+    assert image.shape[1] <= picture.MAX_WIDTH and image.shape[0] < picture.MAX_WIDTH
+
+
+def test_token_lines_of_a_long_text_stay_a_page_tall():
+    tokens = [f"t{i}" for i in range(128)]
+    lines = widgets.TokenLines(torch.eye(128), tokens, tokens)  # one line per query: quick
+    fig = lines.figure()
+    assert fig.get_figheight() * picture.DPI <= 1000
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert "t0" in labels and len(labels) < 2 * 128  # every other token labelled, 7+ pt apart
+    sizes = {t.get_fontsize() for t in fig.axes[0].texts}
+    assert min(sizes) >= 5
+
+
+def test_a_series_without_a_kind_is_pictured_as_a_line_as_the_browser_draws_it():
+    chart = widgets.SeriesChart(name="no-kind")
+    chart.set_data([0, 1, 2], [{"name": "share", "values": [0.1, 0.5, 0.2], "color": "#0072B2"}])
+    (line,) = chart.figure().axes[0].get_lines()
+    assert list(line.get_ydata()) == [0.1, 0.5, 0.2] and line.get_linestyle() == "-"

@@ -137,7 +137,7 @@ def test_lessons_readme_names_each_explorer_in_its_lesson_row() -> None:
 def test_each_lesson_builds_its_explorers(e: registry.Entry) -> None:
     for number in e.lessons:
         (path,) = LESSONS.glob(f"{number:02d}_*.ipynb")
-        source = "".join(
+        source = "\n".join(  # a cell may end without a newline: keep cells apart
             "".join(c["source"]) for c in json.loads(path.read_text())["cells"]
             if c["cell_type"] == "code"
         )  # fmt: skip

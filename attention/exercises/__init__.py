@@ -13,8 +13,21 @@ in `solution_pooling`.
 Lesson 12 (real models): checkers in `models`, solutions in `solution_models`.
 Lessons 13-15 (FlashAttention, KV cache and GQA, RoPE/ALiBi/windows): checkers in `modern`,
 solutions in `solution_modern`.
+Lesson 19 (attention after 2024: latent, linear, sparse, differential, paged): checkers in
+`after2024`, solutions in `solution_after2024`.
+Lesson 17 (induction heads in a toy model): checkers in `induction`, solutions in
+`solution_induction`.
+Lesson 16 (your own SmolLM2): checkers and `use_pieces` in `capstone`, solutions in
+`solution_capstone`.
 """
 
+from .after2024 import (
+    check_differential_weights,
+    check_linear_attention_step,
+    check_mla_cache_bytes,
+    check_paged_slot,
+    check_topk_keep,
+)
 from .basics import (
     check_additive_scores,
     check_attention,
@@ -33,6 +46,21 @@ from .blocks import (
     check_permutation_equivariance,
     check_positional_encoding,
 )
+from .capstone import (
+    check_attention_layer,
+    check_cached_causal_mask,
+    check_decoder_block,
+    check_gqa_attention,
+    check_output_layer,
+    check_rms_norm,
+    check_rope_interleaved,
+    check_swiglu,
+)
+from .induction import (
+    check_ablate_head,
+    check_batch_previous_token_score,
+    check_toy_induction_score,
+)
 from .masks_heads import (
     check_attention_pool,
     check_causal_mask,
@@ -47,6 +75,7 @@ from .models import (
     check_chat_prompt,
     check_induction_score,
     check_previous_token_score,
+    check_sampling_probs,
     check_sink_share,
     check_top_k_filter,
 )
@@ -66,37 +95,51 @@ from .pooling import check_memory_slots, check_tanh_attention
 from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
 __all__ = [
+    "check_ablate_head",
     "check_additive_scores",
     "check_alibi_bias",
     "check_attention",
+    "check_attention_layer",
     "check_attention_matrix_bytes",
     "check_attention_pool",
     "check_attention_shapes",
+    "check_batch_previous_token_score",
     "check_bilinear_scores",
     "check_cached_attention",
+    "check_cached_causal_mask",
     "check_causal_mask",
     "check_chat_prompt",
+    "check_decoder_block",
+    "check_differential_weights",
     "check_dot_product_variance",
     "check_flash_tile_update",
     "check_gaussian_pooling",
+    "check_gqa_attention",
     "check_greedy_step",
     "check_induction_score",
     "check_key_padding_mask",
     "check_kv_cache_bytes",
     "check_layer_norm",
+    "check_linear_attention_step",
     "check_masked_softmax",
     "check_memory_slots",
     "check_mha_parameter_count",
+    "check_mla_cache_bytes",
     "check_multi_head_scores",
     "check_online_softmax_update",
+    "check_output_layer",
+    "check_paged_slot",
     "check_parameter_count",
     "check_permutation_equivariance",
     "check_perplexity",
     "check_positional_encoding",
     "check_previous_token_score",
     "check_repeat_kv",
+    "check_rms_norm",
     "check_rnn_final_state",
     "check_rope_half",
+    "check_rope_interleaved",
+    "check_sampling_probs",
     "check_self_attention",
     "check_sequence_loss",
     "check_shift_right",
@@ -105,7 +148,10 @@ __all__ = [
     "check_softmax",
     "check_softmax_jacobian",
     "check_split_heads",
+    "check_swiglu",
     "check_tanh_attention",
     "check_top_k_filter",
+    "check_topk_keep",
+    "check_toy_induction_score",
     "check_vocabulary",
 ]

@@ -25,6 +25,7 @@ from ._checking import (
     checker,
     close,
     compare,
+    expect_number,
     name_mistake,
     name_of,
     raised,
@@ -153,6 +154,14 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> None:
         compare(call(fn, scores), torch.softmax(scores, dim=-1), mistakes, what=what)
     huge = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -999.0]])
     got = call(fn, huge)
+    whole = (huge - huge.max()).exp()  # the max of the whole tensor: row 2 underflows to 0 / 0
+    mistake = (
+        whole / whole.sum(-1, keepdim=True),
+        "you subtracted the max of the whole tensor, not each row's own: the second row "
+        "[-1000, -1000, -999] lies 2000 below it, every exp underflows to 0 and 0 / 0 is NaN. "
+        "Subtract s.amax(dim=-1, keepdim=True)",
+    )
+    name_mistake(got, [mistake])
     if isinstance(got, Tensor) and not bool(torch.isfinite(got).all()):
         raise Wrong(
             "scores like 1000 give NaN: exp(1000) overflows to inf and inf / inf is "
@@ -442,11 +451,8 @@ def check_dot_product_variance(fn: Callable[[int, float, float], float]) -> None
     """Check fn(d_k, std_q, std_k) -> var(q . k) for independent zero-mean entries."""
     answers = []
     for d, a, b in VARIANCE_CASES:
-        got = call(fn, d, a, b)
-        try:
-            answers.append(float(got))
-        except (TypeError, ValueError):
-            raise Wrong(f"{name_of(fn)}({d}, {a}, {b}) returned {got!r}; return a number") from None
+        got = call(fn, d, a, b)  # a str such as "64.0" is not a number, though float() takes it
+        answers.append(expect_number(got, what=f"{name_of(fn)}({d}, {a}, {b})"))
 
     def table(formula: Callable[[int, float, float], float]) -> Tensor:  # one value per case
         return torch.tensor([formula(*case) for case in VARIANCE_CASES], dtype=torch.float64)

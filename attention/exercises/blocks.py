@@ -30,6 +30,9 @@ __all__ = [
 
 # --- lesson 9: positional encoding ------------------------------------------------------------
 
+# A case that is permutation-invariant but not equivariant: it catches a test of invariance.
+_REVERSED = "self-attention whose output rows come out in reverse order"
+
 
 @checker("shuffling the tokens only shuffles attention's output; positions break that.")
 def check_permutation_equivariance(fn: Callable[[Callable, Tensor, Tensor], bool]) -> None:
@@ -46,11 +49,16 @@ def check_permutation_equivariance(fn: Callable[[Callable, Tensor, Tensor], bool
 
         return f
 
+    def reversed_rows(x: Tensor) -> Tensor:
+        return attention()(x).flip(1)  # row i answers token T-1-i: the rows no longer follow
+
     perm = torch.tensor([1, 2, 0, 4, 3])  # a 3-cycle, so perm and its inverse differ
     cases = (
         (attention(), True, "plain self-attention"),
         (attention(positions=pe), False, "self-attention with positional encodings added"),
         (attention(mask=A.causal_mask(5)), False, "causal self-attention"),
+        # invariant (any sum, mean or sort over the positions is unchanged) but not equivariant
+        (reversed_rows, False, _REVERSED),
     )
     for f, want, label in cases:
         got = call(fn, f, x, perm)
@@ -66,6 +74,14 @@ def check_permutation_equivariance(fn: Callable[[Callable, Tensor, Tensor], bool
                 "f(x)[:, perm] (the output shuffled the same way, not f(x) itself and not the "
                 "inverse shuffle), using torch.allclose: sums in another order differ in the "
                 "last bits, so == is too strict"
+            )
+        if label == _REVERSED:
+            raise Wrong(
+                f"you said True for {label}: shuffling its input leaves every sum, mean or "
+                "sorted list over the positions unchanged, but its rows do not follow the "
+                "tokens. That is permutation invariance (f(x[:, perm]) summarised equals f(x) "
+                "summarised); equivariance compares position by position, "
+                "f(x[:, perm]) with f(x)[:, perm], with no summary over the positions"
             )
         raise Wrong(
             f"you said True for {label}, which is not equivariant: position now matters. "

@@ -22,6 +22,7 @@ __all__ = [
     "check_chat_prompt",
     "check_induction_score",
     "check_previous_token_score",
+    "check_sampling_probs",
     "check_sink_share",
     "check_top_k_filter",
 ]
@@ -50,7 +51,7 @@ def _band(t: int, offset: int, strength: float) -> Tensor:
 # --- the attention sink --------------------------------------------------------------------------
 
 
-@checker("the first token's share grows with depth: a sink that queries use when nothing fits.")
+@checker("one share per layer; a layer with a sink keeps it high for queries at every distance.")
 def check_sink_share(fn: Callable[[Tensor], Tensor]) -> None:
     """Check fn(weights (L, H, T, T)) -> (L,): mean weight on key 0 over heads, queries 1..T-1."""
     n_layers, n_heads, t = 4, 3, 9
@@ -213,6 +214,75 @@ def check_top_k_filter(fn: Callable[[Tensor, int], Tensor]) -> None:
         ),
     ]
     compare(got, want, mistakes, what="filtered logits")
+
+
+def _sampling_cases() -> list[tuple[Tensor, float, int | None]]:
+    g = torch.Generator().manual_seed(16)
+    logits = torch.randn(3, 12, generator=g) * 2.0  # (B, V) no ties
+    return [(logits, 0.5, 4), (logits, 2.0, None), (logits, 2.0, 3)]
+
+
+@checker("divide the logits by the temperature, keep the k best, softmax: below 1 sharpens.")
+def check_sampling_probs(fn: Callable[[Tensor, float, int | None], Tensor]) -> None:
+    """Check fn(logits (B, V), temperature, top_k or None) -> (B, V) probabilities to sample."""
+    inf = float("-inf")
+
+    def keep(x: Tensor, n: int | None) -> Tensor:
+        if n is None:
+            return x
+        kth = x.topk(n, dim=-1).values[..., -1:]  # (B, 1)
+        return x.masked_fill(x < kth, inf)
+
+    for logits, t, k in _sampling_cases():
+        want = torch.softmax(keep(logits / t, k), dim=-1)  # (B, V)
+        got = expect_tensor(call(fn, logits, t, k), what=f"probabilities (T={t}, top_k={k})")
+        plain = torch.softmax(logits, dim=-1)
+        mistakes = [
+            (
+                torch.softmax(keep(logits, k), dim=-1),
+                f"the temperature changed nothing: divide the logits by it ({t}) before the "
+                "softmax (dividing the probabilities and renormalising undoes it)",
+            ),
+            (
+                torch.softmax(keep(logits, k), dim=-1) / t,
+                "you divided the probabilities by the temperature after the softmax: the rows no "
+                "longer sum to 1. Divide the logits, before the softmax",
+            ),
+            (
+                torch.softmax(keep(logits * t, k), dim=-1),
+                f"you multiplied the logits by the temperature {t}; divide them: below 1 sharpens",
+            ),
+            (
+                keep(logits / t, k),
+                "you returned the (filtered) logits; return probabilities: softmax them",
+            ),
+            (
+                plain,
+                "you returned softmax(logits): apply the temperature and the top-k filter",
+            ),
+        ]
+        if k is not None:
+            probs = torch.softmax(logits / t, dim=-1)
+            mistakes += [
+                (
+                    torch.softmax(keep(logits / t, k - 1), dim=-1),
+                    f"you kept {k - 1} tokens; keep exactly k = {k} (mask scores < kth, not <=)",
+                ),
+                (
+                    torch.softmax(keep(logits / t, k + 1), dim=-1),
+                    f"you kept {k + 1} tokens; keep exactly k = {k}",
+                ),
+                (
+                    probs.masked_fill(keep(logits, k) == inf, 0.0),
+                    "you zeroed the other tokens after the softmax without renormalising: the "
+                    "rows sum to less than 1. Filter the logits (-inf), then softmax",
+                ),
+                (
+                    torch.softmax(logits / t, dim=-1),
+                    f"top_k = {k} was ignored: only the k largest logits may keep a probability",
+                ),
+            ]
+        compare(got, want, mistakes, what=f"probabilities (T={t}, top_k={k})")
 
 
 # --- the chat template ---------------------------------------------------------------------------

@@ -33,6 +33,17 @@ def solution_top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     return logits.masked_fill(logits < kth, float("-inf"))  # softmax gives them 0
 
 
+def solution_sampling_probs(
+    logits: torch.Tensor, temperature: float, top_k: int | None
+) -> torch.Tensor:
+    """(B, V) logits -> (B, V) the distribution to sample from, with temperature and top-k."""
+    scores = logits / temperature  # (B, V): below 1 sharpens, above 1 flattens
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]  # (B, 1) the k-th largest
+        scores = scores.masked_fill(scores < kth, float("-inf"))  # the others get exactly 0
+    return torch.softmax(scores, dim=-1)  # (B, V) rows sum to 1
+
+
 def solution_chat_prompt(question: str) -> str:
     """SmolLM2's chat template for one user question, ready for the assistant to answer."""
     system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"

@@ -52,7 +52,7 @@ def masked_logits(
 class WindowRun:
     """Perplexity of the text under one attention pattern."""
 
-    name: str  # "full", "window 64", "window 64 + 4 sinks"
+    name: str  # "full", "window 64", "window 64 + 1 sink", "window 64 + 4 sinks"
     window: int | None  # None = full causal attention
     sinks: int
     perplexity: float  # over the predictions of tokens start + 1 .. T - 1
@@ -72,7 +72,8 @@ def window_run(
         mask, name = causal_mask(t), "full"
     else:
         mask = sliding_window_mask(t, window, sinks=sinks)
-        name = f"window {window}" + (f" + {sinks} sinks" if sinks else "")
+        plural = "s" if sinks > 1 else ""
+        name = f"window {window}" + (f" + {sinks} sink{plural}" if sinks else "")
     losses = token_losses(masked_logits(model, ids, mask), ids)[0]  # (T - 1,)
     return WindowRun(
         name=name,

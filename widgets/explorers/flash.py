@@ -81,6 +81,7 @@ class FlashExplorer(Explorer):
             vmin=0.0,
             vmax=2.0,
             show_colorbar=False,
+            categories=[(0.0, "not read yet"), (1.0, "read earlier"), (2.0, "on chip now")],
             panel_size=PANEL,
         )
         self.tiles.add_class(css("tiles"))

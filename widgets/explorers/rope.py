@@ -73,7 +73,12 @@ class RopeExplorer(Explorer):
         )
         self.scores.add_class(css("scores"))
         self.pairing = Heatmap(
-            colormap="gray_r", vmin=0.0, vmax=2.0, show_colorbar=False, panel_size=150
+            colormap="gray_r",
+            vmin=0.0,
+            vmax=2.0,
+            show_colorbar=False,
+            categories=[(1.0, "in the pair"), (2.0, "in the chosen pair")],
+            panel_size=150,
         )
         self.pairing.add_class(css("pairing"))
         self.offsets = SeriesChart(name="by-offset", width=440, height=230, legend="right")

@@ -8,6 +8,8 @@ Agg renderer, so it works in any kernel and in tests. Colours come from `style`.
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,10 +18,17 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from .arrays import color_limits, to_numpy
 from .style import DEFAULT_CMAP, FULLY_MASKED_FACE, MASKED_FACE, MASKED_HATCH
+
+MAX_LINES = 40
+"""Token rows a token-lines figure is as tall as, at most (0.3 inch each): about 900 px."""
+
+FIT_WIDTH = 13.5
+"""Inches a figure of small multiples fits into: about 1,000 px at the pictures' 72 dpi."""
 
 
 def _cmap(name: str) -> Colormap:
@@ -42,10 +51,16 @@ def heatmap_figure(
     digits: int = 2,
     colorbar_label: str = "",
     columns: int = 0,
+    colorbar: bool = True,
+    categories: Sequence[tuple[float, str]] = (),
 ) -> Figure:
     """Draw (R, C) or (P, R, C) values as heatmaps with hatched masked cells and grey rows.
 
     Shapes: masked broadcasts to values (True = masked); fully_masked is (P, R) or (R,).
+    categories: (value, name) pairs for values that are categories, not a scale: a legend
+    swatch each instead of the colour bar. Small multiples that would need more than twice
+    FIT_WIDTH inches at their usual size (a picture would shrink them, titles and all, to a
+    blur) are drawn smaller and without tick labels instead, so their titles stay legible.
     """
     v = to_numpy(values)
     v = v[None] if v.ndim == 2 else v  # (P, R, C)
@@ -56,8 +71,18 @@ def heatmap_figure(
     ncols = columns or (p if p <= 4 else -(-p // -(-p // 4)))
     nrows = -(-p // ncols)
     cell = min(0.45, max(0.08, 4.0 / max(r, c)))  # inches
-    fig = Figure(figsize=(ncols * (c * cell + 1.2) + 1.2, nrows * (r * cell + 1.0) + 0.6))
+    margin, small = 1.2, ncols * (c * cell + 1.2) + 1.2 > 2 * FIT_WIDTH  # many multiples
+    if small:  # the usual margins (tick labels) would shrink everything to illegible
+        margin = 0.25
+        across = (FIT_WIDTH - 1.2) / ncols - margin  # inches a map may take, to fit the width
+        down = 2 * FIT_WIDTH / nrows - 0.35  # ... and to stay within twice that height
+        cell = max(0.01, min(across, down)) / max(r, c)
+    below = 0.35 if small else 1.0  # inches per panel for its title and labels
+    fig = Figure(figsize=(ncols * (c * cell + margin) + 1.2, nrows * (r * cell + below) + 0.6))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    if small:  # matplotlib's default margins are fractions: far too wide on a tall figure
+        height = fig.get_figheight()
+        fig.subplots_adjust(top=1 - 0.6 / height, bottom=0.35 / height, hspace=0.4)
     cmap = _cmap(colormap)
     image = None
     for i, ax in enumerate(axes):
@@ -68,16 +93,19 @@ def heatmap_figure(
         image = ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
         hidden = ~np.isfinite(v[i]) if m is None else (m[i] | ~np.isfinite(v[i]))
         _hatch(ax, hidden, None if f is None else f[i])
-        if show_numbers and max(r, c) <= 24:
+        if show_numbers and max(r, c) <= 24 and not small:
             _numbers(ax, v[i], hidden, None if f is None else f[i], cmap, lo, hi, digits)
-        _ticks(ax, list(row_labels), list(col_labels), r, c)
+        _ticks(ax, [] if small else list(row_labels), [] if small else list(col_labels), r, c)
         if panel_titles:
-            ax.set_title(panel_titles[i], fontsize=10)
-    if image is not None:
+            ax.set_title(panel_titles[i], fontsize=8 if small else 10, pad=2 if small else 6)
+    if image is not None and colorbar and not categories:
         bar = fig.colorbar(image, ax=list(axes[:p]), shrink=0.8)
         if colorbar_label:
             bar.set_label(colorbar_label)
-    legend = []
+    legend = [
+        Patch(facecolor=cmap((value - lo) / (hi - lo or 1.0)), edgecolor="#777777", label=name)
+        for value, name in categories
+    ]
     if m is not None and m.any():
         legend.append(
             Patch(facecolor=MASKED_FACE, edgecolor=MASKED_HATCH, hatch="///", label="masked")
@@ -85,8 +113,10 @@ def heatmap_figure(
     if f is not None and f.any():
         legend.append(Patch(facecolor=FULLY_MASKED_FACE, label="row attends to nothing"))
     if legend:
-        fig.legend(handles=legend, loc="lower left", ncols=len(legend), frameon=False)
-    if title:
+        fig.legend(handles=legend, loc="lower left", ncols=min(len(legend), 4), frameon=False)
+    if title and small:  # just above the first row's titles
+        fig.suptitle(title, y=1 - 0.08 / fig.get_figheight(), va="top")
+    elif title:
         fig.suptitle(title)
     return fig
 
@@ -173,18 +203,24 @@ def chart_figure(
     fig = Figure(figsize=(width / 80, height / 80), layout="constrained")
     ax = fig.add_subplot()
     xs = np.asarray(x, dtype=float)
-    bars = [s for s in series if s["kind"] == "bar"]
+    bars = [s for s in series if s.get("kind") == "bar"]
     step = float(np.min(np.diff(xs))) if xs.size > 1 else 1.0
     group = bar_mode == "group" and len(bars) > 1
+    handles = []  # a legend entry drawn as its series is: a swatch, a solid or dashed line
     for s in series:
         y = np.array([np.nan if v is None else v for v in s["values"]], dtype=float)
-        if s["kind"] == "bar":
+        if s.get("kind") == "bar":
             k, w = bars.index(s), 0.9 * step / (len(bars) if group else 1)
             left = xs - 0.45 * step + (k * w if group else 0.0)
             ax.bar(left, y, width=w, align="edge", color=s["color"], alpha=0.9 if group else 0.55)
         else:
             ax.plot(xs, y, "--" if s.get("dash") else "-", color=s["color"], lw=1.5)
-        ax.plot([], [], color=s["color"], lw=6, label=s["name"])  # a legend swatch per series
+        if s.get("kind") == "bar":
+            alpha = 0.9 if group else 0.55
+            handles.append(Patch(color=s["color"], alpha=alpha, label=s["name"]))
+        else:
+            style = "--" if s.get("dash") else "-"
+            handles.append(Line2D([], [], ls=style, color=s["color"], lw=2, label=s["name"]))
     for m in markers:
         ax.axvline(m["x"], color="black", ls=":", lw=1)
         ax.annotate(m["label"], (m["x"], 0.02), xycoords=("data", "axes fraction"), fontsize=8)
@@ -198,10 +234,17 @@ def chart_figure(
         ax.set_xticks(list(x_ticks), list(x_tick_labels) or [f"{t:g}" for t in x_ticks])
     if y_ticks:
         ax.set_yticks(list(y_ticks), [f"{t:g}" for t in y_ticks])
-    ax.set(title=title, xlabel=x_label, ylabel=y_label)
+    ax.set(xlabel=x_label, ylabel=y_label)
+    ax.set_title(_wrapped(title, width), fontsize=10)
     if series:
-        ax.legend(fontsize=8, loc="upper left" if legend == "top-left" else "best")
+        where = "upper left" if legend == "top-left" else "best"
+        ax.legend(handles=handles, fontsize=8, loc=where, handlelength=3)
     return fig
+
+
+def _wrapped(title: str, width_px: int) -> str:
+    """The title broken into lines that fit a chart `width_px` wide (about 6 px a character)."""
+    return "\n".join(textwrap.wrap(title, max(20, width_px // 6))) if title else ""
 
 
 def token_lines_figure(
@@ -218,7 +261,12 @@ def token_lines_figure(
     w = to_numpy(weights)  # (Tq, Tk)
     tq, tk = w.shape
     m = np.broadcast_to(to_numpy(masked, bool), w.shape) if masked is not None else None
-    fig = Figure(figsize=(3.6, 0.3 * max(tq, tk) + 0.8), layout="constrained")
+    n = max(tq, tk)
+    rows = min(n, MAX_LINES)  # a long text is squeezed into MAX_LINES rows' height
+    fig = Figure(figsize=(3.6, 0.3 * rows + 0.8), layout="constrained")
+    pitch = 0.3 * rows / n * 72  # points between two tokens
+    size = max(5.0, min(9.0, 0.9 * pitch))
+    step = max(1, math.ceil(7 / pitch))  # label every step-th token, 7 points apart at least
     ax = fig.add_subplot()
     ys_q = np.linspace(1, 0, tq) if tq > 1 else np.array([0.5])
     ys_k = np.linspace(1, 0, tk) if tk > 1 else np.array([0.5])
@@ -232,10 +280,12 @@ def token_lines_figure(
                 continue
             a = min(1.0, x / top) if top > 0 else 0.0
             ax.plot([0, 1], [ys_q[i], ys_k[j]], color=color, alpha=a, lw=0.5 + 3 * a)
-    for y, s in zip(ys_q, query_tokens, strict=True):
-        ax.text(-0.02, y, s, ha="right", va="center", fontsize=9)
-    for y, s in zip(ys_k, key_tokens, strict=True):
-        ax.text(1.02, y, s, ha="left", va="center", fontsize=9)
+    for i, (y, s) in enumerate(zip(ys_q, query_tokens, strict=True)):
+        if i % step == 0 or i == selected:
+            ax.text(-0.02, y, s, ha="right", va="center", fontsize=size)
+    for j, (y, s) in enumerate(zip(ys_k, key_tokens, strict=True)):
+        if j % step == 0:
+            ax.text(1.02, y, s, ha="left", va="center", fontsize=size)
     ax.set_xlim(-0.6, 1.6)
     ax.set_ylim(-0.08, 1.08)
     ax.axis("off")

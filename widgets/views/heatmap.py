@@ -20,7 +20,8 @@ Traits (set several at once with `set_data(..., **traits)` or `with hm.hold_sync
 change is one message): values, masked, fully_masked, row_labels, col_labels, panel_titles,
 title, colormap (one of widgets.views.style.COLORMAPS), vmin / vmax (None = automatic from the
 finite unmasked values) and symmetric (automatic limits centred on 0, for diverging maps),
-which stay in the kernel and set the synced `limits`,
+which stay in the kernel and set the synced `limits`, categories (kernel-side too:
+[(value, name), ...] for values that name categories; pictures draw a legend of them),
 show_numbers (values printed in cells of >= 16 px), show_colorbar, colorbar_label, columns
 (small multiples per row; 0 = automatic), cell_size (px; 0 = fit panel_size, see
 `auto_cell_size`), panel_size, highlight_row (outline one row in every panel; -1 = none),
@@ -119,6 +120,9 @@ class Heatmap(CanvasView):
     highlight_row = t.Int(-1).tag(sync=True)
     clickable = t.Bool(False).tag(sync=True)
     digits = t.Int(2, min=0, max=6).tag(sync=True)
+    # kernel-side: values that are categories, [(value, name), ...]; pictures and exports draw
+    # a legend swatch per category instead of a colour bar (the browser's readout names them)
+    categories = t.List(t.Tuple(t.Float(), t.Unicode()), [])
 
     def __init__(
         self, values: Any = None, masked: Any = None, fully_masked: Any = None, **traits: Any
@@ -291,6 +295,8 @@ class Heatmap(CanvasView):
             digits=self.digits,
             colorbar_label=self.colorbar_label,
             columns=self.columns,
+            colorbar=self.show_colorbar,
+            categories=[tuple(c) for c in self.categories],
         )
 
     def csv_table(self) -> tuple[tuple[str, ...], list[tuple]]:

@@ -1,0 +1,50 @@
+"""Keep what each lesson printed under nbval, for the tests that read a lesson's run.
+
+nbval runs every code cell of lessons/*.ipynb as a test item and holds the cell's outputs in
+`item.test_outputs`. This plugin stores them per notebook for the session (fixture
+`lesson_outputs`: path -> {cell number: (outcome, outputs)}), and moves each test marked
+`lesson_outputs` (parametrized by `lesson`, a path) to just after that lesson's last cell, so a
+test such as tests/test_prose_numbers.py reads the run instead of executing the lesson again.
+"""
+
+from pathlib import Path
+
+import pytest
+
+_OUTPUTS = pytest.StashKey[dict]()
+
+
+def pytest_configure(config):
+    config.stash[_OUTPUTS] = {}
+    config.addinivalue_line(
+        "markers", "lesson_outputs: reads a lesson's nbval outputs; runs after its last cell"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "call" and hasattr(item, "test_outputs") and hasattr(item, "cell_num"):
+        report = outcome.get_result()
+        cells = item.config.stash[_OUTPUTS].setdefault(str(Path(item.path).resolve()), {})
+        cells[item.cell_num] = (report.outcome, item.test_outputs)
+
+
+def pytest_collection_modifyitems(items):
+    readers = [i for i in items if i.get_closest_marker("lesson_outputs") and _lesson(i)]
+    for reader in readers:
+        items.remove(reader)
+        lesson = _lesson(reader)
+        cells = [n for n, i in enumerate(items) if Path(i.path).resolve() == lesson]
+        items.insert(cells[-1] + 1 if cells else len(items), reader)
+
+
+def _lesson(item):
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return Path(params["lesson"]).resolve() if "lesson" in params else None
+
+
+@pytest.fixture
+def lesson_outputs(request):
+    """This session's nbval outputs: notebook path -> {cell number: (outcome, outputs)}."""
+    return request.config.stash[_OUTPUTS]
