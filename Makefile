@@ -58,9 +58,12 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 # Present a lesson or the explorers full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
+# A class on the network: make classroom CLASSROOM_ARGS="--ip 192.168.1.20 --preheat 30"
+# (python -m widgets.classroom --help lists the options: kernel cap, pool, culling)
 NB ?= lessons/explorers.ipynb
+CLASSROOM_ARGS ?=
 classroom: $(STAMP)
-	$(PY) -m widgets.classroom $(NB)
+	$(PY) -m widgets.classroom $(NB) $(CLASSROOM_ARGS)
 
 # Rewrite lessons/explorers.ipynb (every explorer, one per cell) from widgets/explorers.toml.
 gallery: $(STAMP)

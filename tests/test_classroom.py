@@ -1,17 +1,32 @@
-"""widgets.classroom: the command line and the offline Voilà template it selects.
+"""widgets.classroom: the command line, the offline Voilà template it selects, and the server.
 
+The server tests start the classroom command on a free port of 127.0.0.1 and talk HTTP to it:
+a Host or Origin that is not the server's is refused, a folder is never left, a page beyond
+the kernel cap says the class is full, and the kernel pool works with the _xsrf cookie.
 That the page really makes no request off the machine is checked in a real browser by
 tests/browser/test_voila.py.
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
+import json
 import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from widgets import classroom
+
+DEMO = Path(__file__).resolve().parent / "browser" / "notebooks" / "demo.ipynb"  # no torch
 
 
 def test_argv_listens_on_localhost_with_the_classroom_template() -> None:
@@ -77,19 +92,16 @@ def test_argv_culls_kernels_whose_page_is_gone_but_never_an_open_one() -> None:
     assert classroom.CULL_IDLE_TIMEOUT + classroom.CULL_INTERVAL <= 60
 
 
-def test_the_prelaunch_hook_sets_the_xsrf_cookie_the_shutdown_request_needs() -> None:
-    class Handler:  # tornado sets the _xsrf cookie when a handler reads xsrf_token
-        read = False
+def test_config_pools_kernels_without_the_prelaunch_hook_voila_refuses_beside_a_pool() -> None:
+    config = classroom.voila_config(max_kernels=12, preheat=5, ip="192.168.1.20")
 
-        @property
-        def xsrf_token(self) -> bytes:
-            Handler.read = True
-            return b"token"
-
-    assert classroom.set_xsrf_cookie(Handler(), notebook=None, cwd=".") is None  # keeps it
-    assert Handler.read
-    config = classroom.voila_config()
-    assert config.VoilaConfiguration.prelaunch_hook is classroom.set_xsrf_cookie
+    assert config.VoilaConfiguration.preheat_kernel is True
+    assert config.VoilaConfiguration.default_pool_size == 5
+    assert "prelaunch_hook" not in config.VoilaConfiguration  # the guard sets the _xsrf cookie
+    assert config.ClassroomKernelManager.max_kernels == 12
+    assert config.ClassroomKernelManager.pool_target == 5  # refills keep 5 started in all
+    assert config.ClassroomVoila.classroom_ip == "192.168.1.20"
+    assert classroom.voila_config().VoilaConfiguration.preheat_kernel is False
 
 
 @pytest.mark.parametrize(
@@ -133,3 +145,274 @@ def test_public_names_load_on_first_use() -> None:
         assert name in dir(widgets)
     with pytest.raises(AttributeError, match="has no attribute 'AttentionExplorr'"):
         widgets.AttentionExplorr  # noqa: B018 - the attribute access is the test
+
+
+# ---------------------------------------------------------------------------- the guard
+
+
+@pytest.mark.parametrize(
+    ("host", "name"),
+    [("127.0.0.1:8866", "127.0.0.1"), ("LOCALHOST", "localhost"), ("[::1]:80", "::1"),
+     ("a.example:1@127.0.0.1", None), ("a b", None), ("", None)],
+)  # fmt: skip
+def test_host_name_reads_the_name_and_refuses_malformed_hosts(host: str, name: str | None) -> None:
+    assert classroom.host_name(host) == name
+
+
+@pytest.mark.parametrize(
+    ("headers", "refused"),
+    [
+        ({"Host": "127.0.0.1:8866"}, None),
+        ({"Host": "localhost:8866", "Origin": "http://localhost:8866"}, None),
+        ({"Host": "[::1]:8866", "Origin": "http://[::1]:8866"}, None),
+        ({"Host": "attacker.example:8866"}, "Host 'attacker.example:8866' is not one of"),
+        # DNS rebinding: the attacker's name, its page's origin matching it
+        ({"Host": "attacker.example:8866", "Origin": "http://attacker.example:8866"}, "Host"),
+        ({"Host": "127.0.0.1:8866", "Origin": "http://attacker.example"}, "Origin 'http://att"),
+        ({"Host": "127.0.0.1:8866", "Origin": "http://localhost:8866"}, "Origin"),
+        ({"Host": "127.0.0.1:8866", "Origin": "null"}, "Origin 'null'"),
+        ({}, "no Host header"),
+    ],
+)
+def test_guard_answers_only_to_the_servers_names(headers: dict, refused: str | None) -> None:
+    guard = classroom.Guard.for_address("127.0.0.1")
+
+    problem = guard.refusal(headers)
+
+    assert problem is None if refused is None else refused in problem
+
+
+def test_guard_allows_the_address_the_teacher_binds() -> None:
+    guard = classroom.Guard.for_address("192.168.1.20")
+
+    bound = {"Host": "192.168.1.20:8866", "Origin": "http://192.168.1.20:8866"}
+    assert guard.refusal(bound) is None
+    assert guard.refusal({"Host": "localhost:8866"}) is None
+    assert "is not one of" in guard.refusal({"Host": "192.168.1.21:8866"})
+
+
+def test_guard_keeps_paths_inside_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "out").symlink_to("/")
+    guard = classroom.Guard.for_address("127.0.0.1", tmp_path.resolve())
+
+    assert guard.outside("") is None and guard.outside("/sub/") is None
+    assert "'..' is not allowed" in guard.outside("/sub/../..")
+    assert "leads outside the folder" in guard.outside("/out/etc")
+    assert classroom.Guard.for_address("127.0.0.1").outside("/../x") is None  # notebook mode
+
+
+def test_default_kernel_cap_is_the_available_memory_over_the_budget_per_kernel() -> None:
+    mb = 2**20
+    assert classroom.default_max_kernels(24_000 * mb) == 24_000 // classroom.KERNEL_BUDGET_MB
+    assert classroom.default_max_kernels(100 * mb) == 1
+    assert classroom.default_max_kernels(None) >= 1
+    assert classroom.available_memory_bytes() is None or classroom.available_memory_bytes() > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-kernels", "0"], "--max-kernels: expected >= 1, got 0"),
+        (["--preheat", "-1"], "--preheat: expected >= 0, got -1"),
+        (["--max-kernels", "3", "--preheat", "4"], "--preheat: expected at most --max-kernels=3"),
+        (["--ip", "0.0.0.0"], "--ip: expected the one address students will type"),
+        (["--ip", "a b"], "--ip: expected an address or name of this machine"),
+    ],
+)
+def test_rejects_impossible_kernel_and_address_settings(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit):
+        classroom.parse_args([str(DEMO), *args])
+    assert message in capsys.readouterr().err
+
+
+def test_a_folder_has_no_pool_and_a_notebook_gets_one_kernel_ahead(tmp_path: Path) -> None:
+    assert classroom.parse_args([str(tmp_path)]).preheat == 0
+    notebook = classroom.parse_args([str(DEMO), "--max-kernels", "7"])
+    assert (notebook.preheat, notebook.max_kernels) == (1, 7)
+    assert "At most 7 kernels" in classroom.describe(notebook)
+    with pytest.raises(SystemExit):
+        classroom.parse_args([str(tmp_path), "--preheat", "2"])
+
+
+# ---------------------------------------------------------------------------- the server
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    def request(self, path: str, headers: dict[str, str] | None = None, method: str = "GET"):
+        """Send one request with exactly these headers (Host included); return the response."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        response.text = response.read().decode("utf-8", "replace")
+        connection.close()
+        return response
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(target: Path, state: Path, *args: str) -> Iterator[Running]:
+    port = _free_port()
+    env = classroom.voila_env()
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(state / name)
+    log = state / "classroom.log"
+    command = [sys.executable, "-m", "widgets.classroom", str(target), f"--port={port}",
+               "--no-browser", *args]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    server = Running(process, port, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                server.request("/voila/static/voila.js", method="HEAD")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        yield server
+    finally:
+        process.terminate()  # Voilà shuts its kernels down as it stops
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def notebook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """The demo notebook served with one kernel started ahead, and a cap of one kernel."""
+    base = tmp_path_factory.mktemp("classroom-notebook")
+    notebook = base / "demo.ipynb"
+    notebook.write_bytes(DEMO.read_bytes())
+    yield from _serve(notebook, base, "--preheat=1", "--max-kernels=1")
+
+
+@pytest.fixture(scope="module")
+def folder_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A folder with a notebook, a subfolder and a link that leads out of it."""
+    base = tmp_path_factory.mktemp("classroom-folder")
+    root = base / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "demo.ipynb").write_bytes(DEMO.read_bytes())
+    (root / "escape").symlink_to("/")
+    (base / "secret.ipynb").write_bytes(DEMO.read_bytes())
+    yield from _serve(root, base)
+
+
+def _pool_page(server: Running) -> http.client.HTTPResponse:
+    """The notebook page, once the pool's kernel is up (Voilà logs when the pool is filled)."""
+    deadline = time.monotonic() + 60
+    while "Kernel pool of demo.ipynb is filled" not in server.log.read_text():
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.2)
+    return server.request("/")
+
+
+def _websocket(server: Running, path: str, headers: dict[str, str]) -> int:
+    """Open a websocket (the handshake only); return the HTTP status: 101 when accepted."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    response = server.request(path, {"Upgrade": "websocket", "Connection": "Upgrade",
+                                     "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "13",
+                                     **headers})  # fmt: skip
+    return response.status
+
+
+def test_server_serves_a_pooled_page_then_says_the_class_is_full(notebook_server) -> None:
+    page = _pool_page(notebook_server)
+    assert page.status == 200
+    assert "_xsrf=" in (page.getheader("Set-Cookie") or "")  # the page's shutdown needs it
+    kernel_id = re.search(r'"kernelId": "([0-9a-f-]+)"', page.text).group(1)
+    assert f"Using pre-heated kernel: {kernel_id}" in notebook_server.log.read_text()
+
+    full = notebook_server.request("/")  # the one kernel allowed is taken
+
+    assert full.status == 503
+    assert "The class is full" in full.text and 'http-equiv="refresh"' in full.text
+    assert full.getheader("Retry-After") == str(classroom.FULL_RETRY_S)
+
+    # the kernel's websocket: from the page's own origin it opens; renamed or foreign, 403
+    port = notebook_server.port
+    channels = f"/api/kernels/{kernel_id}/channels"
+    good = {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}
+    rebound = {"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}"}
+    foreign = {"Host": f"127.0.0.1:{port}", "Origin": "http://attacker.example"}
+    assert _websocket(notebook_server, channels, rebound) == 403
+    assert _websocket(notebook_server, channels, foreign) == 403
+    assert _websocket(notebook_server, channels, good) == 101
+
+
+@pytest.mark.parametrize("path", ["/", "/voila/static/voila.js", "/api/kernels/x/channels"])
+def test_server_refuses_a_host_that_is_not_its_own(notebook_server, path: str) -> None:
+    response = notebook_server.request(path, {"Host": f"attacker.example:{notebook_server.port}"})
+
+    assert response.status == 403
+    assert "is not one of this classroom server's names" in response.text
+
+
+def test_folder_server_refuses_dot_dot_and_links_out(folder_server) -> None:
+    listing = folder_server.request("/voila/api/contents/sub")
+    assert listing.status == 200
+    assert [item["name"] for item in json.loads(listing.text)["content"]] == ["demo.ipynb"]
+
+    for path in ["/voila/api/contents/%2e%2e", "/voila/api/contents/sub/..%2F..",
+                 "/voila/tree/%2E%2E", "/voila/render/..%2Fsecret.ipynb",
+                 "/voila/api/contents/escape", "/voila/tree/escape/etc",
+                 "/voila/render/escape/etc/x.ipynb"]:  # fmt: skip
+        response = folder_server.request(path)
+        assert response.status == 403, f"{path}: {response.status} {response.text[:200]}"
+        assert "outside the folder" in response.text or "'..' is not allowed" in response.text
+
+
+def test_folder_page_references_nothing_off_the_machine(folder_server) -> None:
+    page = folder_server.request("/")
+    assert page.status == 200 and "voila-tree-main" in page.text
+
+    # every address the page loads (href, src, CSS url()): none outside 127.0.0.1
+    loaded = re.findall(r"""(?:href|src)\s*=\s*["']([^"']+)|url\(\s*["']?([^"')]+)""", page.text)
+    external = [u for pair in loaded for u in pair if re.match(r"(?i)(https?:)?//", u)]
+    assert [u for u in external if not re.match(r"(?i)https?://127\.0\.0\.1[:/]", u)] == []
+    assert "cdn" not in page.text.lower()
+
+
+def test_a_kernel_given_to_a_page_is_not_culled_before_the_page_connects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pool kernel last worked when it ran the notebook, maybe minutes before a page takes
+    it: culled by its idle time alone, it went before a slow page could connect (measured with
+    30 pages at once: every kernel culled, no page live)."""
+    import asyncio
+
+    manager = classroom._voila_classes()["ClassroomKernelManager"](max_kernels=4)
+    culled: list[str] = []
+
+    async def cull(self, kernel_id: str) -> None:  # Jupyter's culling, recorded
+        culled.append(kernel_id)
+
+    monkeypatch.setattr(type(manager).__mro__[1], "cull_kernel_if_idle", cull)
+    manager.given["slow"] = time.monotonic()
+    manager.given["old"] = time.monotonic() - manager.connect_grace - 1
+    for kernel_id in ("slow", "old", "other"):
+        asyncio.run(manager.cull_kernel_if_idle(kernel_id))
+    manager.notify_connect("slow")  # its page connected: the usual culling applies
+    asyncio.run(manager.cull_kernel_if_idle("slow"))
+
+    assert culled == ["old", "other", "slow"]
+    assert manager.connect_grace == classroom.CONNECT_GRACE_S

@@ -1,31 +1,59 @@
 """Present a lesson or demo notebook with Voilà on a projector: code hidden, widgets live, offline.
 
     python -m widgets.classroom lessons/06_masks.ipynb [--port 8866] [--no-browser]
+        [--preheat N] [--max-kernels N] [--ip ADDRESS]
 
 Voilà runs the notebook in a fresh kernel and shows only its outputs; moving a slider still
 runs the Python behind it. The page uses the ``classroom`` template shipped in this package
 (``widgets/share/voila/templates/classroom``): Voilà's lab template without its Font Awesome
-CDN links (Voilà bundles those icons itself) and without nbconvert's mermaid loader, so no
-request leaves the machine. The server listens on 127.0.0.1 only. Given a folder instead of a
-notebook, Voilà lists its notebooks and renders the one you click.
+CDN links (Voilà bundles those icons itself) and without nbconvert's mermaid loader, and a
+``page.html`` (the folder page and error pages) without the CDN link of Voilà's base page, so
+no request leaves the machine. Given a folder instead of a notebook, Voilà lists its notebooks
+and renders the one you click.
 
-Kernel lifetime: Voilà starts one kernel per page view (~300-400 MB each with torch). A closed
-or reloaded page frees its kernel at once: its shutdown request (sent as the page unloads)
-needs an ``_xsrf`` cookie that Voilà 0.5 never sets, so the server refused it (403) and kernels
-piled up; ``set_xsrf_cookie``, Voilà's prelaunch hook, sets it. A page that vanishes without
-that request (a crashed tab, a dropped network) loses its kernel to the server's own culler:
-a kernel with no connection, idle for ``--cull-idle-timeout`` seconds (default 45, checked
-every ``--cull-interval`` = 10), is shut down; one whose page is still open is never culled.
+Who may connect. The server listens on 127.0.0.1 unless the teacher names another address of
+this machine with ``--ip`` (for students on the same network). Every request must name the
+server as localhost, 127.0.0.1, [::1] or that address (the Host header), and a request sent by
+a page (a websocket, a post) must come from such a page (its Origin): otherwise 403. A web page
+elsewhere that renames itself to 127.0.0.1 (DNS rebinding) thus gets nothing, not even a kernel.
+In folder mode nothing outside the folder is listed or rendered: ``..`` and links that lead out
+are refused.
+
+Kernels. Voilà starts one kernel per page view (~0.4 GB each with torch; ~1 GB for the
+explorers page, which loads two real models). ``--max-kernels`` caps them (default: the memory
+available at start over 1 GB, printed at start): a page view beyond the cap gets a "class is
+full" page, which tries again every 10 s, instead of a kernel.
+``--preheat N`` starts N kernels, each with the notebook already run, before anyone opens the
+page (Voilà's kernel pool), so a class arriving together gets live pages at once. The pool is
+refilled as pages close, so that N kernels stay started in all (not N spare ones: a class that
+takes them all would otherwise set off N new starts, slowing every page while it works).
+
+Kernel lifetime. A closed or reloaded page frees its kernel at once: its shutdown request (sent
+as the page unloads) needs an ``_xsrf`` cookie that Voilà 0.5 never sets, so the server refused
+it (403) and kernels piled up; this module's request guard sets it when it serves the page
+(Voilà's prelaunch hook could too, but Voilà refuses that hook together with a kernel pool). A
+page that vanishes without that request (a crashed tab, a dropped network) loses its kernel to
+the server's own culler: a kernel with no connection, idle for ``--cull-idle-timeout`` seconds
+(default 45, checked every ``--cull-interval`` = 10), is shut down; one whose page is still
+open, or one waiting in the pool, is never culled, nor one given to a page that has not yet
+connected, for 180 s (a pool kernel last worked when it ran the notebook, long before; on a busy
+machine a page of many explorers can take a minute to connect).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import ipaddress
 import os
+import re
 import sys
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 TEMPLATE = "classroom"
 # Voilà finds templates under <dir>/voila/templates/<name> for each dir on JUPYTER_PATH.
@@ -33,8 +61,18 @@ TEMPLATE_ROOT = Path(__file__).resolve().parent / "share"
 # The folder that holds the `widgets` package, so the kernel imports this copy of the course.
 PACKAGE_PARENT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 8866
+DEFAULT_IP = "127.0.0.1"
 CULL_IDLE_TIMEOUT = 45  # s without a connection and without work before a kernel is shut down
 CULL_INTERVAL = 10  # s between the culler's checks: a forsaken kernel goes within a minute
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")  # the Host names always answered
+# Memory set aside per kernel for the default cap. Measured (benchmarks/classroom.py): a kernel
+# of the explorers page, which loads MiniLM and SmolLM2, holds ~1 GB; one without them ~0.4 GB.
+KERNEL_BUDGET_MB = 1024
+FULL_RETRY_S = 10  # the "class is full" page tries again this often
+CONNECT_GRACE_S = 180  # a page's kernel is not culled before the page connects, this long
+
+
+# ---------------------------------------------------------------------------- environment
 
 
 def _prepend_path(value: str | None, *entries: Path) -> str:
@@ -55,6 +93,324 @@ def voila_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def available_memory_bytes() -> int | None:
+    """Memory the system can give without swapping (Linux MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # macOS and other Unixes: free pages (an underestimate: caches not counted)
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def default_max_kernels(available: int | None) -> int:
+    """The kernel cap from the memory available: one kernel per KERNEL_BUDGET_MB, at least 1."""
+    if available is None:
+        return 8  # memory unknown: a small class
+    return max(1, available // (KERNEL_BUDGET_MB * 2**20))
+
+
+# ---------------------------------------------------------------------------- the guard
+
+
+_HOST = re.compile(r"^(?:\[(?P<ipv6>[0-9a-fA-F:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::\d{1,5})?$")
+
+
+def host_name(host: str) -> str | None:
+    """The name in a Host header ("[::1]:8866" -> "::1"), lowercased; None if malformed."""
+    match = _HOST.match(host.strip())
+    if match is None:
+        return None
+    return (match.group("ipv6") or match.group("name")).lower()
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the server answers: the names it may be called by, and the folder it may show.
+
+    `root` is the served folder (folder mode) or None (a single notebook).
+    """
+
+    allowed_hosts: frozenset[str]
+    root: Path | None = None
+
+    @classmethod
+    def for_address(cls, ip: str, root: Path | None = None) -> Guard:
+        """The loopback names, plus `ip` when the teacher bound the server to another address."""
+        return cls(frozenset({*LOOPBACK_NAMES, ip.lower().strip("[]")}), root)
+
+    def refusal(self, headers: Mapping[str, str]) -> str | None:
+        """Why a request with these headers is refused (a sentence), or None to serve it.
+
+        The Host must name the server by an allowed name. An Origin, sent by a browser with a
+        websocket and any cross-page request, must be http(s)://<the same host:port>.
+        """
+        allowed = ", ".join(sorted(self.allowed_hosts))
+        host = headers.get("Host")
+        if host is None:
+            return f"no Host header; this classroom server answers to {allowed}"
+        if host_name(host) not in self.allowed_hosts:
+            return f"Host {host!r} is not one of this classroom server's names: {allowed}"
+        origin = headers.get("Origin")
+        if origin is None:
+            return None  # not sent by a page of another site: a script, or a page navigation
+        try:
+            parts = urlsplit(origin)
+            same = parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+        except ValueError:
+            same = False
+        if not same:
+            return f"Origin {origin!r} is not this classroom's page (expected http://{host})"
+        return None
+
+    def outside(self, path: str) -> str | None:
+        """Why the folder-relative `path` is refused (it leaves the folder), or None."""
+        if self.root is None:
+            return None
+        parts = [part for part in path.replace("\\", "/").split("/") if part]
+        if ".." in parts:
+            return f"{path!r}: '..' is not allowed; only the folder {self.root} is shown"
+        resolved = self.root.joinpath(*parts).resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            return f"{path!r} leads outside the folder {self.root}"
+        return None
+
+
+def full_page(max_kernels: int) -> str:
+    """The page a viewer gets when every kernel is taken: it tries again by itself."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="{FULL_RETRY_S}">
+<title>The class is full</title>
+<style>body {{ font: 1.4em/1.5 sans-serif; max-width: 36em; margin: 4em auto; }}</style>
+</head><body>
+<h1>The class is full</h1>
+<p>Every place in this class is taken: each open page holds a live Python kernel, and the
+teacher allowed {max_kernels} at once.</p>
+<p>This page tries again every {FULL_RETRY_S} seconds and opens as soon as someone closes theirs.
+Teacher: <code>--max-kernels</code> sets the number of places.</p>
+</body></html>
+"""
+
+
+# ---------------------------------------------------------------------------- Voilà parts
+
+
+def _succeeded(task: asyncio.Future) -> bool:
+    """Whether a pool task has finished without error (it holds a started kernel)."""
+    return task.done() and not task.cancelled() and task.exception() is None
+
+
+_VOILA: dict[str, Any] = {}  # the classes below, built on first use (importing Voilà is slow)
+
+
+def _voila_classes() -> dict[str, Any]:
+    """Build the Voilà subclasses (guarded handlers, capped kernel manager, the app) once."""
+    if _VOILA:
+        return _VOILA
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+    from tornado import web
+    from traitlets import Integer, List, Unicode
+    from voila.app import Voila
+    from voila.static_file_handler import AllowListFileHandler
+    from voila.tornado.contentshandler import VoilaContentsHandler
+    from voila.tornado.handler import TornadoVoilaHandler
+    from voila.tornado.treehandler import TornadoVoilaTreeHandler
+
+    class ClassFull(web.HTTPError):
+        def __init__(self, max_kernels: int) -> None:
+            super().__init__(503, "the class is full: %d kernels", max_kernels)
+
+    class ClassroomKernelManager(AsyncMappingKernelManager):
+        """Voilà's kernel manager with a cap on the kernels it holds.
+
+        Voilà builds its pool (preheat) on top of this class, so every start comes here: a
+        page's start beyond the cap raises ClassFull (503); a pool refill waits until fewer
+        than `pool_target` kernels (and fewer than the cap) are held, i.e. until pages close.
+        """
+
+        max_kernels = Integer(0, config=True, help="most kernels held at once; 0: no cap")
+        pool_target = Integer(
+            0, config=True, help="a pool refill waits while this many kernels are held"
+        )
+
+        connect_grace = Integer(
+            CONNECT_GRACE_S,
+            config=True,
+            help="seconds a kernel given to a page is not culled while the page has not connected",
+        )
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.starting = 0  # starts under way (not yet listed)
+            self.pool_starting = 0  # of which for the pool
+            self._watch: asyncio.Task | None = None
+            self.given: dict[str, float] = {}  # kernel id -> when a page got it (monotonic s)
+            self._pooled: set[str] = set()
+
+        def _pool_ids(self) -> set[str]:
+            return {
+                item.result()["kernel_id"]
+                for pool in getattr(self, "_pools", {}).values()
+                for item in pool
+                if _succeeded(item)
+            }
+
+        def notify_connect(self, kernel_id: str) -> None:
+            self.given.pop(kernel_id, None)  # its page connected: from now on, usual culling
+            super().notify_connect(kernel_id)
+
+        def _note_given(self) -> None:
+            """Note the kernels that have left the pool since the last look: pages took them."""
+            pooled = self._pool_ids()
+            for kernel_id in (self._pooled - pooled) & set(self.list_kernel_ids()):
+                if not self._kernel_connections.get(kernel_id):
+                    self.given.setdefault(kernel_id, time.monotonic())
+            self._pooled = pooled
+
+        async def cull_kernel_if_idle(self, kernel_id: str) -> None:
+            """Cull as Jupyter does, except a kernel whose page has not connected yet, for
+            `connect_grace` s after the page got it: a pool kernel's last activity is when it
+            ran the notebook, long before, and a busy machine's page may take a minute."""
+            self._note_given()  # one that left the pool a moment ago is a page's now
+            since = self.given.get(kernel_id)
+            if since is not None and time.monotonic() - since < self.connect_grace:
+                return
+            await super().cull_kernel_if_idle(kernel_id)
+
+        def pool_ready(self) -> int:
+            """Pool kernels that have run the whole notebook (their page is rendered)."""
+            return sum(
+                1
+                for pool in getattr(self, "_pools", {}).values()
+                for item in pool
+                if _succeeded(item) and item.result()["task"].done()
+            )
+
+        async def _say_when_the_pool_is_ready(self) -> None:
+            """Log each time the pool becomes full of kernels that have run the notebook
+            (Voilà's own "pool filled" comes when they have started, long before)."""
+            said = False
+            while True:
+                self._note_given()
+                ready = self.pool_target > 0 and self.pool_ready() >= self.pool_target
+                if ready and not said:
+                    self.log.info(
+                        "Classroom: %d kernels have run the notebook; pages open at once now",
+                        self.pool_target,
+                    )
+                said = ready
+                await asyncio.sleep(1.0)
+
+        def held(self) -> int:
+            """Kernels running or starting (pool refills still waiting for room not counted)."""
+            return len(self.list_kernel_ids()) + self.starting
+
+        def full(self) -> bool:
+            return 0 < self.max_kernels <= self.held()
+
+        def usable_pool(self, notebook_path: str) -> int:
+            """Pool kernels a page view can take now: ready or starting (not those waiting for
+            a place, nor those in the pause Voilà makes before a refill)."""
+            if not getattr(self, "notebook_data", None):
+                return 0  # the pool's first kernel is not up yet: Voilà starts a new one
+            pool = getattr(self, "_pools", {}).get(notebook_path, [])
+            ready = sum(1 for task in pool if _succeeded(task))
+            return ready + self.pool_starting
+
+        async def start_kernel(self, *args: Any, **kwargs: Any) -> str:
+            refill = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
+            if self._watch is None:
+                self._watch = asyncio.ensure_future(self._say_when_the_pool_is_ready())
+            # The pool keeps `pool_target` kernels started in all (in use or ready), not that
+            # many spare: a class that takes them all does not set off as many new starts,
+            # which would slow every page while it works.
+            while refill and (self.full() or self.held() >= self.pool_target):
+                await asyncio.sleep(0.5)
+            if self.full():
+                raise ClassFull(self.max_kernels)
+            self.starting += 1
+            self.pool_starting += refill
+            try:
+                kernel_id = await super().start_kernel(*args, **kwargs)
+                if not refill:
+                    self.given[kernel_id] = time.monotonic()  # started for a page
+                return kernel_id
+            finally:
+                self.starting -= 1
+                self.pool_starting -= refill
+
+    def guarded(handler_class: type, confine: bool, page: bool) -> type:
+        """`handler_class` behind the guard: Host and Origin checked before anything else;
+        `confine`: its path argument must stay in the folder; `page`: it serves the notebook
+        (sets the _xsrf cookie, and says "class is full" rather than start a kernel)."""
+
+        class Guarded(handler_class):  # type: ignore[misc, valid-type]
+            async def prepare(self, *args: Any, **kwargs: Any) -> None:
+                guard: Guard = self.settings["classroom_guard"]
+                path = self.path_kwargs.get("path", self.path_args[0] if self.path_args else "")
+                problem = guard.refusal(self.request.headers)
+                if problem is None and confine:
+                    problem = guard.outside(path or "")
+                if problem is not None:
+                    log = self.settings["voila"].log  # Voilà's log (static handlers have none)
+                    log.warning("Refused %s %s: %s", self.request.method, self.request.path,
+                                problem)  # fmt: skip
+                    self.set_status(403)
+                    self.set_header("Content-Type", "text/plain; charset=utf-8")
+                    self.finish(f"403 Forbidden: {problem}\n")
+                    return
+                result = super().prepare(*args, **kwargs)
+                if result is not None:
+                    await result  # Jupyter's prepare (authentication) is a coroutine
+                if not page or self._finished:
+                    return
+                _ = self.xsrf_token  # sets the _xsrf cookie the page's shutdown request needs
+                manager = self.kernel_manager
+                if manager.full() and not manager.usable_pool(self.notebook_path or path):
+                    self.set_status(503)
+                    self.set_header("Retry-After", str(FULL_RETRY_S))
+                    self.finish(full_page(manager.max_kernels))
+
+        Guarded.__name__ = Guarded.__qualname__ = handler_class.__name__
+        return Guarded
+
+    class ClassroomVoila(Voila):
+        """Voilà with every handler behind the classroom's guard."""
+
+        classroom_ip = Unicode(DEFAULT_IP, config=True, help="the address the server binds")
+        classroom_extra_hosts = List(Unicode(), config=True, help="more names to answer to")
+
+        def init_settings(self) -> dict:
+            settings = super().init_settings()
+            root = None if self.notebook_path else Path(self.root_dir).resolve()
+            guard = Guard.for_address(self.classroom_ip, root)
+            hosts = guard.allowed_hosts | {h.lower() for h in self.classroom_extra_hosts}
+            settings["classroom_guard"] = Guard(hosts, root)
+            return settings
+
+        def init_handlers(self) -> list:
+            confined = (TornadoVoilaTreeHandler, VoilaContentsHandler, TornadoVoilaHandler,
+                        AllowListFileHandler)  # fmt: skip
+            handlers = []
+            for pattern, handler_class, *rest in super().init_handlers():
+                confine = issubclass(handler_class, confined) and not self.notebook_path
+                page = issubclass(handler_class, TornadoVoilaHandler)
+                handlers.append((pattern, guarded(handler_class, confine, page), *rest))
+            return handlers
+
+    _VOILA.update(ClassroomVoila=ClassroomVoila, ClassroomKernelManager=ClassroomKernelManager,
+                  ClassFull=ClassFull)  # fmt: skip
+    return _VOILA
+
+
+# ---------------------------------------------------------------------------- command line
+
+
 def voila_argv(
     target: str | Path,
     port: int,
@@ -62,6 +418,7 @@ def voila_argv(
     open_browser: bool,
     cull_idle_timeout: int = CULL_IDLE_TIMEOUT,
     cull_interval: int = CULL_INTERVAL,
+    ip: str = DEFAULT_IP,
 ) -> list[str]:
     """Return Voilà's command-line arguments that serve `target` (a notebook or a folder).
 
@@ -72,7 +429,7 @@ def voila_argv(
     return [
         str(target),
         f"--port={port}",
-        "--Voila.ip=127.0.0.1",
+        f"--Voila.ip={ip}",
         f"--Voila.open_browser={open_browser}",
         f"--template={TEMPLATE}",
         "--theme=light",  # a light page reads better on a projector than a dark one
@@ -83,24 +440,42 @@ def voila_argv(
     ]
 
 
-def set_xsrf_cookie(handler: Any, notebook: Any = None, cwd: str | None = None) -> None:
-    """Voilà's prelaunch hook: give each page the ``_xsrf`` cookie its shutdown request needs.
+def voila_config(
+    *, max_kernels: int = 0, preheat: int = 0, ip: str = DEFAULT_IP, extra_hosts: Sequence[str] = ()
+) -> Any:
+    """The configuration passed to Voilà beside its arguments.
 
-    When a page unloads, Voilà's front-end posts its kernel's shutdown with the ``_xsrf``
-    cookie's value; Voilà 0.5 never reads the token while serving the page, so tornado never
-    sets that cookie, the post carries an empty token and is refused (403), and the kernel
-    lives on. Reading ``handler.xsrf_token`` sets the cookie on the page's response.
+    The kernel manager with the cap (`max_kernels`, 0: none); a pool of `preheat` kernels
+    with the notebook run (0: none; single-notebook mode only); the address the guard allows
+    besides the loopback names.
     """
-    _ = handler.xsrf_token
-
-
-def voila_config() -> Any:
-    """The configuration passed to Voilà beside its arguments: the prelaunch hook above."""
     from traitlets.config import Config
 
     config = Config()
-    config.VoilaConfiguration.prelaunch_hook = set_xsrf_cookie
+    config.VoilaConfiguration.multi_kernel_manager_class = _voila_classes()[
+        "ClassroomKernelManager"
+    ]
+    config.ClassroomKernelManager.max_kernels = max_kernels
+    config.ClassroomKernelManager.pool_target = preheat
+    config.VoilaConfiguration.preheat_kernel = preheat > 0
+    config.VoilaConfiguration.default_pool_size = preheat
+    config.ClassroomVoila.classroom_ip = ip
+    config.ClassroomVoila.classroom_extra_hosts = list(extra_hosts)
     return config
+
+
+def _check_ip(parser: argparse.ArgumentParser, ip: str) -> None:
+    try:
+        address = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        if host_name(ip) is None:
+            parser.error(f"--ip: expected an address or name of this machine, got {ip!r}")
+        return
+    if address.is_unspecified:
+        parser.error(
+            f"--ip: expected the one address students will type (e.g. 192.168.1.20), got {ip}: "
+            "listening on every interface would answer to any name"
+        )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -113,10 +488,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--port",
         type=int,
         default=DEFAULT_PORT,
-        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; the next free one if taken)",
+        help=f"port to listen on (default {DEFAULT_PORT}; the next free one if taken)",
+    )
+    parser.add_argument(
+        "--ip",
+        default=DEFAULT_IP,
+        metavar="ADDRESS",
+        help=f"address to listen on (default {DEFAULT_IP}: this machine only); give this "
+        "machine's network address to let students on the network in",
     )
     parser.add_argument(
         "--no-browser", action="store_true", help="do not open a browser; just print the address"
+    )
+    parser.add_argument(
+        "--max-kernels",
+        type=int,
+        metavar="N",
+        help=f"most kernels (open pages) at once (default: available memory / "
+        f"{KERNEL_BUDGET_MB} MB); beyond it a page says the class is full",
+    )
+    parser.add_argument(
+        "--preheat",
+        type=int,
+        metavar="N",
+        help="kernels started, the notebook run, before anyone opens the page, and kept "
+        "started as pages close: the size of the class (default 1 for a notebook; a folder "
+        "has none)",
     )
     parser.add_argument(
         "--cull-idle-timeout",
@@ -141,31 +538,60 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"notebook: expected a .ipynb file or a folder, got {target}")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: expected 0..65535, got {args.port}")
+    _check_ip(parser, args.ip)
     if args.cull_idle_timeout < 0:
         parser.error(f"--cull-idle-timeout: expected >= 0, got {args.cull_idle_timeout}")
     if args.cull_interval < 1:
         parser.error(f"--cull-interval: expected >= 1, got {args.cull_interval}")
+    args.available = available_memory_bytes()
+    if args.max_kernels is None:
+        args.max_kernels = default_max_kernels(args.available)
+    elif args.max_kernels < 1:
+        parser.error(f"--max-kernels: expected >= 1, got {args.max_kernels}")
+    if args.preheat is None:
+        args.preheat = 1 if target.is_file() else 0
+    elif args.preheat < 0:
+        parser.error(f"--preheat: expected >= 0, got {args.preheat}")
+    elif args.preheat > 0 and target.is_dir():
+        parser.error(
+            f"--preheat: a folder has no kernel pool (got {args.preheat}); give a notebook"
+        )
+    if args.preheat > args.max_kernels:
+        parser.error(
+            f"--preheat: expected at most --max-kernels={args.max_kernels}, got {args.preheat}"
+        )
     return args
+
+
+def describe(args: argparse.Namespace) -> str:
+    """What the server will do, printed at start: address, kernels, how to stop."""
+    memory = (
+        f"{args.available / 2**30:.1f} GB available / {KERNEL_BUDGET_MB} MB per kernel"
+        if args.available is not None
+        else "available memory unknown"
+    )
+    return (
+        f"Presenting {args.notebook} with Voilà on {args.ip}. At most {args.max_kernels} "
+        f"kernels (open pages) at once ({memory}; --max-kernels to change); "
+        f"{args.preheat} started ahead with the notebook run (--preheat). In the browser press "
+        "F11 for full screen and Ctrl + / Ctrl - to zoom; press Ctrl+C here to stop."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ.update(voila_env())  # read by Voilà when it looks for templates, and by kernels
-    print(
-        f"Presenting {args.notebook} with Voilà on 127.0.0.1. In the browser press F11 for full "
-        "screen and Ctrl + / Ctrl - to zoom; press Ctrl+C here to stop.",
-        flush=True,
-    )
-    from voila.app import Voila  # imported late: it is slow, and --help should not wait for it
-
+    print(describe(args), flush=True)
     argv = voila_argv(
         args.notebook,
         args.port,
         open_browser=not args.no_browser,
         cull_idle_timeout=args.cull_idle_timeout,
         cull_interval=args.cull_interval,
+        ip=args.ip,
     )
-    Voila.launch_instance(argv=argv, config=voila_config())
+    config = voila_config(max_kernels=args.max_kernels, preheat=args.preheat, ip=args.ip)
+    _voila_classes()["ClassroomVoila"].launch_instance(argv=argv, config=config)
 
 
 if __name__ == "__main__":

@@ -48,3 +48,16 @@ def test_explorer_responds_to_keyboard_in_voila(voila, case: ExplorerCase) -> No
     assert voila.log.off_machine() == [], "requests left 127.0.0.1"
     assert voila.log.failed == []
     assert voila.log.page_errors == []
+
+
+def test_classroom_folder_page_is_offline(voila) -> None:
+    """Given a folder, the classroom lists its notebooks with nothing fetched off the machine
+    (Voilà's own folder page links Font Awesome from a CDN)."""
+    page = voila.page
+    page.goto(voila.server.url)
+    page.get_by_text("demo.ipynb").first.wait_for(state="visible", timeout=harness.UPDATE_S * 1000)
+    page.wait_for_load_state("networkidle")
+
+    assert voila.log.off_machine() == [], "requests left 127.0.0.1"
+    assert voila.log.failed == []
+    assert voila.log.page_errors == []

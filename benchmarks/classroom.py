@@ -1,0 +1,304 @@
+"""A class arriving at once: N pages of the explorers opened together, then 10 moving sliders.
+
+    python benchmarks/classroom.py [--pages 10] [--movers 10] [--presses 10] [--no-preheat]
+
+Serves lessons/explorers.ipynb (every explorer on one page) with the classroom command
+(`make classroom`: Voilà on 127.0.0.1, with `--preheat N`, so N kernels have run the notebook
+before the first page is asked for), then opens N pages at once in one headless Chromium, each
+in its own browser context (its own cookies: N students): each request goes out as soon as the
+previous one has its first response bytes, so all are under way within a fraction of a second.
+A page is live when its cells and every explorer are shown (as tests/browser/harness.py waits
+for a widget: by its CSS class, visible); each page notes the moment itself.
+
+Then `--movers` of the pages press the seed slider of their attention explorer together, round
+after round: every mover gets its key, and one of them (a different one each round) is timed
+from the keydown to the frame by which every panel has redrawn (harness.key_to_change_ms, the
+measure of benchmarks/browser_latency.py) while the others' kernels and pages work.
+
+Prints: the time to fill the pool, the time from the moment all pages were asked for to the
+first and the last live page, the memory of each viewer's kernel (RSS), the key-to-redraw
+latency (median, p95) under that load, and the machine's load average, which the 2-core
+machine shares with anything else running. --no-preheat measures Voilà without the pool
+(every page starts its kernel and runs the notebook when it is asked for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: make `tests`, `widgets`, `benchmarks` importable
+
+from benchmarks.browser_latency import ALL_PANELS  # noqa: E402
+from tests.browser import harness  # noqa: E402
+from tests.browser.cases import GALLERY  # noqa: E402
+from tests.browser_setup import unavailable_reason  # noqa: E402
+from widgets import registry  # noqa: E402
+from widgets.classroom import voila_env  # noqa: E402
+
+MOVED = f".ac-{registry.EXPLORERS[0].slug}"  # the attention explorer, whose seed slider moves
+CONTROL = f"{MOVED} .ac-seed"
+TARGETS = ", ".join(f"{MOVED} .ac-panel-{panel}" for panel in ALL_PANELS)
+MODEL_CALL = re.compile(
+    r"widgets\.\w+\(\s*[\"'](minilm|smollm2)[\"']"
+)  # gallery cells of real models
+PRESS_EVERY_S = 0.3  # a learner moving a slider by key presses
+WARMUP_PRESSES = 1
+POOL_S = 900.0
+POOL_READY = "have run the notebook; pages open at once now"  # logged by widgets.classroom
+# filling a pool of 30 on two cores takes minutes
+
+
+# Set in each page as it loads: the time (ms since the epoch) at which every explorer of the
+# page is shown, i.e. has a box, as Playwright's "visible" (harness.widget(...).wait_for) means.
+_LIVE_AT_JS = """
+(explorers) => {
+  const shown = (c) => [...document.getElementsByClassName(c)].some((el) => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(el).visibility !== 'hidden';
+  });
+  const look = () => {
+    if (document.getElementById('rendered_cells') && explorers.every(shown)) {
+      window.__liveAt = Date.now();
+    } else {
+      setTimeout(look, 50);
+    }
+  };
+  look();
+}
+"""
+
+
+@dataclass
+class Student:
+    """One page: when it was live (s after all were asked for), and what went wrong."""
+
+    page: object
+    live_s: float | None = None
+    html_s: float | None = None  # the page's HTML wholly received: the server's part done
+    error: str | None = None
+
+
+def _open_together(browser, url: str, explorers: list[str], pages: int) -> list[Student]:
+    """Open `pages` pages at once (each in its own context: a student), wait until each is live.
+
+    Each request is sent as soon as the previous one has its first response bytes ("commit"),
+    so all are under way within a fraction of a second; each page records when it was live.
+    """
+    students = []
+    for _ in range(pages):
+        context = browser.new_context(viewport=harness.VIEWPORT)
+        context.add_init_script(f"({_LIVE_AT_JS})({explorers!r})")
+        students.append(Student(context.new_page()))
+    t0_ms = time.time() * 1000
+    for student in students:
+        student.page.goto(url, wait_until="commit", timeout=harness.RUN_ALL_S * 1000)
+    for student in students:
+        page = student.page
+        try:
+            page.wait_for_function("() => window.__liveAt", timeout=harness.RUN_ALL_S * 1000)
+            for explorer in explorers:  # the same, as the browser tests see it
+                harness.widget(page, explorer).wait_for(state="visible", timeout=10_000)
+            student.live_s = (page.evaluate("() => window.__liveAt") - t0_ms) / 1000
+            html_ms = page.evaluate(
+                "() => performance.timeOrigin + "
+                "performance.getEntriesByType('navigation')[0].responseEnd"
+            )
+            student.html_s = (html_ms - t0_ms) / 1000
+            errors = harness.voila_errors(page)
+            student.error = "; ".join(errors) if errors else None
+        except Exception as error:  # noqa: BLE001 - reported with the figures
+            student.error = f"{type(error).__name__}: {str(error)[:300]}"
+    return students
+
+
+def _move_together(movers: list[Student], presses: int) -> list[float]:
+    """Round after round, press the seed slider on every mover page, and time one of them.
+
+    In each round the other pages get their key first (each press is sent without waiting
+    for its redraw), then the measured page's press is timed from keydown to the frame by
+    which every panel has redrawn (harness.key_to_change_ms), while the others' kernels and
+    pages work. The measured page changes from round to round.
+    """
+    times = []
+    pressed = [(m.page, m.page.locator(CONTROL).first, m.page.locator(TARGETS)) for m in movers]
+    for round_ in range(WARMUP_PRESSES + presses * len(movers)):
+        key = ("ArrowRight", "ArrowLeft")[(round_ // len(movers)) % 2]  # stays in range
+        measured = round_ % len(movers)
+        for i, (page, control, _) in enumerate(pressed):
+            if i != measured:
+                harness.press_key(page, control, key)
+        page, control, targets = pressed[measured]
+        elapsed = harness.key_to_change_ms(page, control, targets, key, hold=True)
+        if round_ >= WARMUP_PRESSES:
+            times.append(elapsed)
+        time.sleep(PRESS_EVERY_S)
+    return times
+
+
+def _start_server(notebook: Path, state: Path, preheat: int, max_kernels: int) -> harness.Server:
+    """The classroom command on a free port; ready when Voilà serves its static files."""
+    env = voila_env(harness._isolated_env(state))
+    port = harness.free_port()
+    command = [sys.executable, "-m", "widgets.classroom", str(notebook), f"--port={port}",
+               "--no-browser", f"--preheat={preheat}", f"--max-kernels={max_kernels}"]  # fmt: skip
+    # Not the page itself: in notebook mode asking for "/" would take a kernel from the pool.
+    return harness._start(
+        "voila", command, env, port, notebook.parent, state, "voila/static/voila.js"
+    )
+
+
+def _wait_for_pool(server: harness.Server, size: int) -> None:
+    """Wait until the classroom says its pool's kernels have all run the notebook."""
+    start = time.monotonic()
+    while POOL_READY not in server.log_path.read_text(encoding="utf-8", errors="replace"):
+        if server.process.poll() is not None or time.monotonic() - start > POOL_S:
+            raise SystemExit(f"the pool of {size} did not fill; log:\n{server.log_tail()}")
+        time.sleep(0.5)
+
+
+def _kernel_rss_mb(server: harness.Server) -> list[float]:
+    import psutil
+
+    sizes = []
+    for kernel in server.kernel_processes():
+        try:
+            sizes.append(kernel.memory_info().rss / 2**20)
+        except psutil.NoSuchProcess:
+            pass
+    return sizes
+
+
+def _percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def explorer_classes(notebook: Path) -> list[str]:
+    """The CSS class (ac-<slug>) of every registered explorer that the notebook shows."""
+    source = notebook.read_text(encoding="utf-8")
+    return [f"ac-{e.slug}" for e in registry.EXPLORERS if f"widgets.{e.name}(" in source]
+
+
+def write_without_models(gallery: Path) -> Path:
+    """A copy of the gallery without the explorers of real models (MiniLM, SmolLM2): about a
+    third of the memory per kernel; written beside it (same folder)."""
+    import nbformat
+
+    nb = nbformat.read(gallery, as_version=4)
+    nb.cells = [cell for cell in nb.cells if not MODEL_CALL.search(cell.source)]
+    path = gallery.with_name(f"{gallery.stem}_without_models.ipynb")
+    nbformat.write(nb, path)
+    return path
+
+
+def run(pages: int, movers: int, presses: int, preheat: bool, without_models: bool) -> str:
+    from playwright.sync_api import sync_playwright
+
+    lines = []
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
+        root = harness.prepare_root(Path(tmp) / "root")
+        notebook = root / GALLERY
+        if without_models:
+            notebook = write_without_models(notebook)
+        explorers = explorer_classes(notebook)
+        start = time.monotonic()
+        server = _start_server(notebook, Path(tmp) / "state", pages if preheat else 0, pages)
+        try:
+            if preheat:
+                _wait_for_pool(server, pages)
+                lines.append(
+                    f"pool of {pages} kernels (notebook run) ready "
+                    f"{time.monotonic() - start:.1f} s after the server was started"
+                )
+            with sync_playwright() as playwright:
+                browser = harness.launch_browser(playwright)
+                students = _open_together(browser, server.url, explorers, pages)
+                rss = _kernel_rss_mb(server)
+                load_live = os.getloadavg()
+                live_ones = [s for s in students if s.live_s is not None and not s.error]
+                times = _move_together(live_ones[:movers], presses) if live_ones else []
+                load_after = os.getloadavg()
+                browser.close()
+        finally:
+            server.stop()
+    errors = [f"page {i}: {s.error}" for i, s in enumerate(students) if s.error]
+    live = sorted(s.live_s for s in students if s.live_s is not None)
+    lines.append(
+        f"{pages} pages asked for at once: {len(live)} live, the first after {live[0]:.1f} s, "
+        f"median {statistics.median(live):.1f} s, the last after {live[-1]:.1f} s"
+        if live
+        else f"{pages} pages asked for at once: none live"
+    )
+    html = sorted(s.html_s for s in students if s.html_s is not None)
+    if html:
+        lines.append(
+            f"  of which the server's part (each page's HTML wholly received, the notebook "
+            f"run): the first after {html[0]:.1f} s, the last after {html[-1]:.1f} s; the rest "
+            "is the browser loading the page and drawing the widgets, all on this machine"
+        )
+    if rss:
+        lines.append(
+            f"memory per viewer (kernel RSS, {len(rss)} kernels): median "
+            f"{statistics.median(rss):.0f} MB (min {min(rss):.0f}, max {max(rss):.0f}); "
+            f"all kernels {sum(rss) / 1024:.1f} GB"
+        )
+    if len(times) >= 2:
+        lines.append(
+            f"{min(movers, len(live_ones))} pages pressing the attention explorer's seed slider "
+            f"together (a round every ~{PRESS_EVERY_S} s, each page timed {presses} times), "
+            f"key -> every panel redrawn: median {statistics.median(times):.0f} ms, "
+            f"p95 {_percentile(times, 95):.0f} ms (min {min(times):.0f}, max {max(times):.0f}; "
+            f"{len(times)} presses)"
+        )
+    loads = " / ".join(" ".join(f"{x:.1f}" for x in avg) for avg in (load_before, load_live,
+                                                                      load_after))  # fmt: skip
+    lines.append(
+        f"load average (1, 5, 15 min) before / all live / after the presses: {loads} "
+        f"({os.cpu_count()} cores)"
+    )
+    lines += errors
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=10, help="pages opened at once (N)")
+    parser.add_argument("--movers", type=int, default=10, help="pages that then move a slider")
+    parser.add_argument("--presses", type=int, default=10, help="measured presses per mover")
+    parser.add_argument(
+        "--no-preheat", action="store_true", help="no kernel pool: each page starts its kernel"
+    )
+    parser.add_argument(
+        "--without-models",
+        action="store_true",
+        help="the gallery without the explorers of real models (MiniLM, SmolLM2): lighter kernels",
+    )
+    args = parser.parse_args(argv)
+    for name in ("pages", "presses"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}: expected >= 1, got {getattr(args, name)}")
+    if args.movers < 0:
+        parser.error(f"--movers: expected >= 0, got {args.movers}")
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"classroom benchmark skipped: {reason}")
+        return 0
+    mode = "no pool" if args.no_preheat else f"--preheat {args.pages}"
+    what = f"{GALLERY} without the real models' explorers" if args.without_models else GALLERY
+    print(f"Classroom: {args.pages} pages of {what} at once in one headless Chromium, "
+          f"classroom command ({mode}, --max-kernels {args.pages})", flush=True)  # fmt: skip
+    print(run(args.pages, args.movers, args.presses, not args.no_preheat, args.without_models))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
