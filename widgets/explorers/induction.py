@@ -153,8 +153,8 @@ class InductionExplorer(Explorer):
         super().__init__(
             controls=[self.train_button, *controls, self.ablate],
             header=self.status,
-            principal=widgets.VBox([self.maps, self.loss_chart]),
-            beside=[widgets.VBox([self.score_chart, self.curve_chart])],
+            principal=self.maps,  # every head's map: what training and ablation change
+            beside=[widgets.VBox([self.loss_chart, self.score_chart, self.curve_chart])],
             body=[
                 widgets.HBox(
                     [self.composition, self.readout], layout=widgets.Layout(flex_flow="row wrap")
