@@ -399,6 +399,11 @@ def test_a_kernel_given_to_a_page_is_not_culled_before_the_page_connects(
     it: culled by its idle time alone, it went before a slow page could connect (measured with
     30 pages at once: every kernel culled, no page live)."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(coroutine) -> None:  # in a thread of its own: an earlier test may leave a loop running
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, coroutine).result()
 
     manager = classroom._voila_classes()["ClassroomKernelManager"](max_kernels=4)
     culled: list[str] = []
@@ -410,9 +415,9 @@ def test_a_kernel_given_to_a_page_is_not_culled_before_the_page_connects(
     manager.given["slow"] = time.monotonic()
     manager.given["old"] = time.monotonic() - manager.connect_grace - 1
     for kernel_id in ("slow", "old", "other"):
-        asyncio.run(manager.cull_kernel_if_idle(kernel_id))
+        run(manager.cull_kernel_if_idle(kernel_id))
     manager.notify_connect("slow")  # its page connected: the usual culling applies
-    asyncio.run(manager.cull_kernel_if_idle("slow"))
+    run(manager.cull_kernel_if_idle("slow"))
 
     assert culled == ["old", "other", "slow"]
     assert manager.connect_grace == classroom.CONNECT_GRACE_S
