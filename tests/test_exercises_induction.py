@@ -8,17 +8,7 @@ import torch
 import attention.exercises as E
 from attention.exercises import induction as M
 from attention.exercises import solution_induction as S
-
-
-def run(check, fn, capsys) -> tuple[bool, str]:
-    ok = check(fn)
-    return ok, capsys.readouterr().out
-
-
-def wrong_answer(check, fn, message, capsys) -> None:
-    ok, out = run(check, fn, capsys)
-    assert ok is False, out
-    assert message in out, out
+from tests.checker_answers import run, wrong_answer
 
 
 def test_three_checkers_each_with_a_solution(capsys):

@@ -12,17 +12,7 @@ from attention.exercises import modern as M
 from attention.exercises import solution_modern as S
 from attention.masks import sliding_window_mask
 from attention.positional import apply_rope
-
-
-def run(check, fn, capsys) -> tuple[bool, str]:
-    ok = check(fn)
-    return ok, capsys.readouterr().out
-
-
-def wrong_answer(check, fn, message, capsys) -> None:
-    ok, out = run(check, fn, capsys)
-    assert ok is False, out
-    assert message in out, out
+from tests.checker_answers import run, wrong_answer
 
 
 def test_there_are_ten_new_checkers_each_with_a_solution(capsys):
