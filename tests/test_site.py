@@ -1,8 +1,10 @@
 """The static site (`make site`, site_builder/): every lesson executed and readable offline.
 
-The module builds the whole site once, from the lessons as they are now (about 2-3 minutes on
-two busy cores), then checks it as a reader would need it: every page there, every explorer
-shown as its picture, maths typeset, nothing requested from another host, no error output.
+The whole site is built once, from the lessons as they are now, by `python -m site_builder` in
+the background from the start of the suite (tests/conftest.py: the build takes the core the
+other tests leave idle); the checks here wait for it, then read it as a reader would need it:
+every page there, every explorer shown as its picture, maths typeset, nothing requested from
+another host, no error output.
 """
 
 from __future__ import annotations
@@ -17,17 +19,14 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from site_builder import build as site
 
-TIMEOUT = 300  # s per cell: a lesson that hangs fails the build, it does not stall the suite
-
 # A cell that shows an explorer: one of the course's widgets built on its last line.
 EXPLORER_CALL = re.compile(r"\b([A-Z]\w*(Explorer|View)|TrainingProgress)\(")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[site.PageReport]]:
-    out = tmp_path_factory.mktemp("site") / "site"
-    reports = site.build(out, jobs=2, timeout=TIMEOUT, log=lambda _line: None)
-    return out, reports
+def built(site_build) -> tuple[Path, list[site.PageReport]]:
+    out, reports = site_build.wait()
+    return out, [site.PageReport(**report) for report in reports]
 
 
 def soup(path: Path) -> BeautifulSoup:
