@@ -1,7 +1,10 @@
 """Masks and the conversions between the conventions a learner meets.
 
 Ours (and torch.nn.functional.scaled_dot_product_attention's): bool, True = may attend.
-Masks built here: causal (look-ahead), sliding window (+ sinks) and key padding.
+Masks built here: causal (look-ahead), sliding window (+ sinks), key padding, prefix-LM and
+document masks (packed sequences). FlexAttention's functions evaluated on every cell:
+mask_from_mod (a mask_mod -> the dense mask) and scores_from_mod (a score_mod -> new scores);
+block_counts says how many blocks of a mask are empty, full or partial.
 Others: nn.MultiheadAttention's key_padding_mask (bool, True = ignore), an additive float mask
 (0 where allowed, -inf where not) and d2l's valid_lens (how many leading keys are real).
 """
@@ -45,6 +48,130 @@ def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=Non
     i = torch.arange(seq_len, device=device)[:, None]  # (T, 1)
     j = torch.arange(seq_len, device=device)[None, :]  # (1, T)
     return (j <= i) & ((j > i - window) | (j < sinks))  # (T, T)
+
+
+def prefix_lm_mask(seq_len: int, prefix: int, *, device=None) -> Tensor:
+    """Prefix-LM mask: the first `prefix` tokens see each other both ways, the rest causally.
+
+    mask[i, j] = j <= i or j < prefix: every query sees the whole prefix (a prompt read
+    bidirectionally, as in T5's prefix LM and PaliGemma), and the tokens after it are generated
+    left to right. prefix=0 or 1 is causal_mask(seq_len). Returns (T, T) bool.
+    """
+    check_positive_int("seq_len", seq_len)
+    if isinstance(prefix, bool) or not isinstance(prefix, int):
+        raise TypeError(f"prefix: expected an int, got {type(prefix).__name__}")
+    if not 0 <= prefix <= seq_len:
+        raise ValueError(f"prefix: expected an int in [0, seq_len={seq_len}], got {prefix}")
+    i = torch.arange(seq_len, device=device)[:, None]  # (T, 1)
+    j = torch.arange(seq_len, device=device)[None, :]  # (1, T)
+    return (j <= i) | (j < prefix)  # (T, T)
+
+
+def document_mask(doc_ids: Tensor | list[int], *, causal: bool = True) -> Tensor:
+    """Mask for packed sequences: token i may attend to token j only within its own document.
+
+    doc_ids (T,) gives each position's document (several short texts packed into one row of a
+    batch); mask[i, j] = doc_ids[i] == doc_ids[j], and j <= i when causal. Without it, a token
+    would attend to the end of the previous, unrelated document. Returns (T, T) bool.
+    """
+    ids = torch.as_tensor(doc_ids)
+    if ids.dim() != 1 or ids.numel() == 0 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise ValueError(
+            f"doc_ids: expected a non-empty 1-D tensor of ints (T,), got {ids.dtype} of shape "
+            f"{shape_str(ids.shape)}"
+        )
+    same = ids[:, None] == ids[None, :]  # (T, T)
+    return same & causal_mask(len(ids), device=ids.device) if causal else same
+
+
+def _index_args(tq: int, tk: int, b: int, h: int) -> tuple[Tensor, ...]:
+    for name, x in (("b", b), ("h", h)):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise TypeError(f"{name}: expected an int, got {type(x).__name__}")
+        if x < 0:
+            raise ValueError(f"{name}: expected an int >= 0, got {x}")
+    q_idx = torch.arange(tq)[:, None]  # (Tq, 1)
+    kv_idx = torch.arange(tk)[None, :]  # (1, Tk)
+    return torch.tensor(b), torch.tensor(h), q_idx, kv_idx
+
+
+def _fit(name: str, out: object, tq: int, tk: int) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError(
+            f"{name}: expected it to return a tensor, got {type(out).__name__}; build it from "
+            "the index tensors q_idx and kv_idx"
+        )
+    try:
+        return out.expand(tq, tk)  # (Tq, Tk)
+    except RuntimeError:
+        raise ValueError(
+            f"{name}: returned shape {shape_str(out.shape)}, which does not broadcast to "
+            f"(Tq, Tk) = {(tq, tk)}"
+        ) from None
+
+
+def mask_from_mod(mask_mod, tq: int, tk: int | None = None, *, b: int = 0, h: int = 0) -> Tensor:
+    """Evaluate a FlexAttention mask_mod(b, h, q_idx, kv_idx) -> bool on every (query, key).
+
+    Returns the dense (Tq, Tk) mask of batch entry b and head h, True = may attend. The indices
+    are tensors that broadcast: q_idx (Tq, 1), kv_idx (1, Tk), b and h 0-d; so one call covers
+    every cell, the same cells FlexAttention's create_mask visits one at a time with vmap. As
+    there, `and`, `or`, `not` and `if` on them fail: write &, |, ~ and torch.where.
+    """
+    check_positive_int("tq", tq)
+    tk = tq if tk is None else check_positive_int("tk", tk)
+    out = mask_mod(*_index_args(tq, tk, b, h))
+    if isinstance(out, Tensor) and out.dtype != torch.bool:
+        raise TypeError(
+            f"mask_mod: expected bools (True = may attend), got {out.dtype}; return a "
+            "comparison such as q_idx >= kv_idx"
+        )
+    return _fit("mask_mod", out, tq, tk).clone()
+
+
+def scores_from_mod(score_mod, scores: Tensor, *, b: int = 0, h: int = 0) -> Tensor:
+    """Apply a FlexAttention score_mod(score, b, h, q_idx, kv_idx) -> score to (Tq, Tk) scores.
+
+    The scores are passed whole with broadcasting index tensors as in mask_from_mod; the result
+    is the new (Tq, Tk) scores (-inf where the function masks).
+    """
+    if not isinstance(scores, Tensor) or not scores.is_floating_point() or scores.dim() != 2:
+        got = (
+            f"shape {shape_str(scores.shape)} {scores.dtype}"
+            if isinstance(scores, Tensor)
+            else (type(scores).__name__)
+        )
+        raise TypeError(f"scores: expected a 2-D floating tensor (Tq, Tk), got {got}")
+    tq, tk = scores.shape
+    out = score_mod(scores.clone(), *_index_args(tq, tk, b, h))
+    if isinstance(out, Tensor) and not out.is_floating_point():
+        raise TypeError(
+            f"score_mod: expected floating scores, got {out.dtype}; return the new score, e.g. "
+            "score - slope * (q_idx - kv_idx)"
+        )
+    return _fit("score_mod", out, tq, tk).clone()
+
+
+def block_counts(mask: Tensor, block_size: int) -> tuple[int, int, int]:
+    """(empty, full, partial): how many block_size x block_size tiles of a (Tq, Tk) mask are
+    all False, all True, or mixed. An attention kernel skips the empty ones, runs the full ones
+    without reading any mask, and evaluates the mask only inside the partial ones (what
+    FlexAttention's BlockMask records: kv_num_blocks partial, full_kv_num_blocks full).
+    Tq and Tk must be multiples of block_size.
+    """
+    _check_bool("mask", mask)
+    check_positive_int("block_size", block_size)
+    if mask.dim() != 2 or mask.shape[0] % block_size or mask.shape[1] % block_size:
+        raise ValueError(
+            f"mask: expected (Tq, Tk), both multiples of block_size={block_size}, got shape "
+            f"{shape_str(mask.shape)}"
+        )
+    tq, tk = mask.shape
+    tiles = mask.reshape(tq // block_size, block_size, tk // block_size, block_size)
+    allowed = tiles.sum(dim=(1, 3))  # (Tq / bs, Tk / bs) cells allowed per tile
+    empty = int((allowed == 0).sum())
+    full = int((allowed == block_size * block_size).sum())
+    return empty, full, allowed.numel() - empty - full
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
