@@ -114,7 +114,16 @@ def _complex_viewable(x: Tensor) -> bool:
 def _rope_table(
     positions: tuple[int, ...], d: int, base: float, dtype: torch.dtype, device: torch.device
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    # Every layer of a model rotates by the same angles: compute them once (in float64).
+    # Every layer of a model rotates by the same angles: compute them once (in float64), as
+    # normal tensors even under torch.inference_mode, so a table cached there can still enter
+    # autograd later (an inference tensor cannot be saved for backward).
+    with torch.inference_mode(False):
+        return _angles(positions, d, base, dtype, device)
+
+
+def _angles(
+    positions: tuple[int, ...], d: int, base: float, dtype: torch.dtype, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor | None]:
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (D/2,)
     angles = torch.tensor(positions, dtype=torch.float64)[:, None] * theta  # (T, D/2)
     cos, sin = angles.cos().to(device, dtype), angles.sin().to(device, dtype)

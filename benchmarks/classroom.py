@@ -1,8 +1,11 @@
 """A class arriving at once: N pages of the explorers opened together, then 10 moving sliders.
 
     python benchmarks/classroom.py [--pages 10] [--movers 10] [--presses 10] [--no-preheat]
+                                   [--without-models | --lesson lessons/04_scaled_dot_product.ipynb]
 
-Serves lessons/explorers.ipynb (every explorer on one page) with the classroom command
+Serves lessons/explorers.ipynb (every explorer on one page), or with --lesson the lesson a
+teacher projects (a class follows one lesson; it must show the attention explorer, as lessons
+4 and 8 do), with the classroom command
 (`make classroom`: Voilà on 127.0.0.1, with `--preheat N`, so N kernels have run the notebook
 before the first page is asked for), then opens N pages at once in one headless Chromium, each
 in its own browser context (its own cookies: N students): each request goes out as soon as the
@@ -104,7 +107,9 @@ def _open_together(browser, url: str, explorers: list[str], pages: int) -> list[
     for student in students:
         page = student.page
         try:
-            page.wait_for_function("() => window.__liveAt", timeout=harness.RUN_ALL_S * 1000)
+            page.wait_for_function(  # polled: animation frames of 30 pages come seldom
+                "() => window.__liveAt", polling=100, timeout=harness.RUN_ALL_S * 1000
+            )
             for explorer in explorers:  # the same, as the browser tests see it
                 harness.widget(page, explorer).wait_for(state="visible", timeout=10_000)
             student.live_s = (page.evaluate("() => window.__liveAt") - t0_ms) / 1000
@@ -199,17 +204,21 @@ def write_without_models(gallery: Path) -> Path:
     return path
 
 
-def run(pages: int, movers: int, presses: int, preheat: bool, without_models: bool) -> str:
+def run(
+    pages: int, movers: int, presses: int, preheat: bool, without_models: bool, lesson: str | None
+) -> str:
     from playwright.sync_api import sync_playwright
 
     lines = []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
         root = harness.prepare_root(Path(tmp) / "root")
-        notebook = root / GALLERY
+        notebook = root / (lesson or GALLERY)
         if without_models:
             notebook = write_without_models(notebook)
         explorers = explorer_classes(notebook)
+        if MOVED[1:] not in explorers:
+            raise SystemExit(f"{notebook.name}: expected a notebook showing AttentionExplorer")
         start = time.monotonic()
         server = _start_server(notebook, Path(tmp) / "state", pages if preheat else 0, pages)
         try:
@@ -282,7 +291,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the gallery without the explorers of real models (MiniLM, SmolLM2): lighter kernels",
     )
+    parser.add_argument(
+        "--lesson",
+        help="a lesson showing AttentionExplorer (e.g. lessons/04_scaled_dot_product.ipynb) "
+        "instead of the whole gallery: what a class following one lesson opens",
+    )
     args = parser.parse_args(argv)
+    if args.lesson is not None:
+        lesson = Path(args.lesson).resolve()
+        if args.without_models:
+            parser.error("--lesson and --without-models: expected one of them, got both")
+        if lesson.parent != REPO / "lessons" or not lesson.is_file():
+            parser.error(f"--lesson: expected a notebook in lessons/, got {args.lesson!r}")
+        args.lesson = f"lessons/{lesson.name}"
     for name in ("pages", "presses"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: expected >= 1, got {getattr(args, name)}")
@@ -294,9 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     mode = "no pool" if args.no_preheat else f"--preheat {args.pages}"
     what = f"{GALLERY} without the real models' explorers" if args.without_models else GALLERY
+    what = args.lesson or what
     print(f"Classroom: {args.pages} pages of {what} at once in one headless Chromium, "
           f"classroom command ({mode}, --max-kernels {args.pages})", flush=True)  # fmt: skip
-    print(run(args.pages, args.movers, args.presses, not args.no_preheat, args.without_models))
+    preheat = not args.no_preheat
+    print(run(args.pages, args.movers, args.presses, preheat, args.without_models, args.lesson))
     return 0
 
 

@@ -72,8 +72,13 @@ def _zero_head(head: int):
 def test_one_naming_scheme_for_both_models(smol, minilm):
     for model, _ in (smol, minilm):
         names = model.hook_names()
-        assert len(names) == 3 * model.cfg.n_layers
-        assert names[:3] == ["blocks.0.resid_pre", "blocks.0.attn.head_out", "blocks.0.resid_post"]
+        assert len(names) == 4 * model.cfg.n_layers
+        assert names[:4] == [
+            "blocks.0.resid_pre",
+            "blocks.0.attn.weights",
+            "blocks.0.attn.head_out",
+            "blocks.0.resid_post",
+        ]
         assert {n.split(".", 2)[2] for n in names} == set(HOOK_POINTS)
 
 
@@ -97,6 +102,42 @@ def test_replacing_with_itself_changes_nothing(model_ids):
     model, ids, main = model_ids
     same = {name: torch.clone for name in model.hook_names()}  # a new tensor, the same values
     assert torch.equal(main(model(ids, hooks=same)), main(model(ids)))
+
+
+def test_reading_and_replacing_an_attention_map(model_ids):
+    model, ids, main = model_ids
+    base = model(ids)
+    seen = {}
+    out = model(ids, hooks={"blocks.1.attn.weights": partial(seen.__setitem__, "w")})
+    assert torch.equal(seen["w"], base.layers[1].weights)
+    assert torch.equal(main(out), main(base))
+
+    def uniform_head_2(w):  # head 2 spreads its weight evenly over the keys it may see
+        w = w.clone()
+        allowed = (w[:, 2] > 0).float() if model.causal else torch.ones_like(w[:, 2])
+        w[:, 2] = allowed / allowed.sum(-1, keepdim=True)
+        return w
+
+    out = model(ids, hooks={"blocks.1.attn.weights": uniform_head_2})
+    v = base.layers[1].v[:, 2 // (model.cfg.n_heads // base.layers[1].v.shape[1])]  # (B, T, D)
+    t = ids.shape[1]
+    if model.causal:  # query i averages the values of keys 0..i
+        want = v.cumsum(-2) / torch.arange(1, t + 1)[:, None]
+    else:
+        want = v.mean(-2, keepdim=True).expand_as(v)
+    torch.testing.assert_close(out.layers[1].heads[:, 2], want)
+    torch.testing.assert_close(out.layers[1].heads[:, 1], base.layers[1].heads[:, 1])
+    assert not torch.equal(main(out), main(base))
+
+
+def test_a_weights_hook_needs_the_cores_attention(smol):
+    model, _ = smol
+    with pytest.raises(ValueError, match=r"hooks\['blocks.0.attn.weights'\]: expected the core"):
+        model(
+            torch.tensor([[1, 2, 3]]),
+            attention_fn=flash_attention,
+            hooks={"blocks.0.attn.weights": lambda w: w},
+        )
 
 
 def test_zeroing_a_head_through_its_hook_is_the_ablation(model_ids):
@@ -248,7 +289,8 @@ def test_a_learners_attention_runs_both_models(smol, minilm):
             {"hooks": {"blocks.30.resid_post": print}},
             ValueError,
             r"hooks: unknown hook point 'blocks.30.resid_post'; expected 'blocks.<layer>.<point>' "
-            r"with layer in \[0, 30\) and point one of \['resid_pre', 'attn.head_out'",
+            r"with layer in \[0, 30\) and point one of "
+            r"\['resid_pre', 'attn.weights', 'attn.head_out'",
         ),
         ({"hooks": {"blocks.0.attn": print}}, ValueError, r"unknown hook point 'blocks.0.attn'"),
         (

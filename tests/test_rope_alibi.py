@@ -172,3 +172,14 @@ def test_alibi_errors():
         alibi_slopes(0)
     with pytest.raises(TypeError, match=r"tq: expected an int, got float"):
         alibi_bias(4, 2.0, 3)
+
+
+def test_a_rope_table_cached_under_inference_mode_still_enters_autograd():
+    # the cached angle table is shared by every later call: made under inference_mode it
+    # would be an inference tensor, which autograd cannot save for backward
+    positions = torch.arange(5) + 1000  # a table no other test made before
+    with torch.inference_mode():
+        apply_rope(torch.randn(1, 2, 5, 8), positions)
+    x = torch.randn(1, 2, 5, 8, requires_grad=True)
+    apply_rope(x, positions).square().sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()

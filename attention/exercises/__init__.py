@@ -15,8 +15,12 @@ Lessons 13-15 (FlashAttention, KV cache and GQA, RoPE/ALiBi/windows): checkers i
 solutions in `solution_modern`.
 Lesson 19 (attention after 2024: latent, linear, sparse, differential, paged): checkers in
 `after2024`, solutions in `solution_after2024`.
+Lesson 20 (masks and biases you write, FlexAttention's mask_mod and score_mod): checkers in
+`masks_you_write`, solutions in `solution_masks_you_write`.
 Lesson 17 (induction heads in a toy model): checkers in `induction`, solutions in
 `solution_induction`.
+Lesson 18 (the intervention lab: rollout, patching, occlusion): checkers in `interventions`,
+solutions in `solution_interventions`.
 Lesson 16 (your own SmolLM2): checkers and `use_pieces` in `capstone`, solutions in
 `solution_capstone`.
 """
@@ -61,6 +65,7 @@ from .induction import (
     check_batch_previous_token_score,
     check_toy_induction_score,
 )
+from .interventions import check_occlusion, check_patching_effect, check_rollout
 from .masks_heads import (
     check_attention_pool,
     check_causal_mask,
@@ -70,6 +75,12 @@ from .masks_heads import (
     check_multi_head_scores,
     check_self_attention,
     check_split_heads,
+)
+from .masks_you_write import (
+    check_alibi_score_mod,
+    check_document_mask_mod,
+    check_softcap_score_mod,
+    check_window_sinks_mask_mod,
 )
 from .models import (
     check_chat_prompt,
@@ -95,9 +106,13 @@ from .pooling import check_memory_slots, check_tanh_attention
 from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
 __all__ = [
+    "check_occlusion",
+    "check_patching_effect",
+    "check_rollout",
     "check_ablate_head",
     "check_additive_scores",
     "check_alibi_bias",
+    "check_alibi_score_mod",
     "check_attention",
     "check_attention_layer",
     "check_attention_matrix_bytes",
@@ -111,6 +126,7 @@ __all__ = [
     "check_chat_prompt",
     "check_decoder_block",
     "check_differential_weights",
+    "check_document_mask_mod",
     "check_dot_product_variance",
     "check_flash_tile_update",
     "check_gaussian_pooling",
@@ -147,6 +163,7 @@ __all__ = [
     "check_sliding_window_mask",
     "check_softmax",
     "check_softmax_jacobian",
+    "check_softcap_score_mod",
     "check_split_heads",
     "check_swiglu",
     "check_tanh_attention",
@@ -154,4 +171,5 @@ __all__ = [
     "check_topk_keep",
     "check_toy_induction_score",
     "check_vocabulary",
+    "check_window_sinks_mask_mod",
 ]

@@ -7,9 +7,12 @@ always give the same numbers (every random draw is seeded).
 
 Module attention/explore/<stem>.py feeds widgets/explorers/<stem>.py, and reads
 `<Stem>Params -> explore_<stem> -> <Stem>Exploration` (attention, mask, tokens, scaling, heads,
-positional, training, model_view, flash, kv_cache, rope, induction); widgets/registry.py lists
-which explorer calls which function. model_view has three (explore_model_view, explore_head_view,
-explore_neuron). Results are Explorations, so none shares a name with the core's Results.
+positional, training, model_view, flash, kv_cache, rope, induction, qk_space,
+mask_function, latent, linear_attention);
+widgets/registry.py lists which explorer calls which function. model_view has three
+(explore_model_view, explore_head_view, explore_neuron); interventions has two
+(explore_patching, explore_rollout: lesson 18). Results are Explorations, so none
+shares a name with the core's Results.
 
 _util holds the size limits, argument checks, the seeded MultiHeadAttention the explorers share
 and `one_thread` (applied once, by the widgets' Explorer base, around every update).
@@ -41,6 +44,14 @@ from .heads import (
     head_choices,
 )
 from .induction import InductionExploration, InductionParams, explore_induction
+from .interventions import (
+    PatchingExploration,
+    PatchingParams,
+    RolloutExploration,
+    RolloutParams,
+    explore_patching,
+    explore_rollout,
+)
 from .kv_cache import (
     KV_DTYPES,
     KV_PRESETS,
@@ -50,6 +61,12 @@ from .kv_cache import (
     explore_kv_cache,
     measure_decoding,
 )
+from .latent import LatentExploration, LatentParams, explore_latent
+from .linear_attention import (
+    LinearAttentionExploration,
+    LinearAttentionParams,
+    explore_linear_attention,
+)
 from .mask import (
     MASK_KINDS,
     Mask,
@@ -58,6 +75,14 @@ from .mask import (
     explore_mask,
     mask_to_tuple,
     preset_mask,
+)
+from .mask_function import (
+    MASK_FUNCTION_MAX_T,
+    MaskFunctionError,
+    MaskFunctionExploration,
+    MaskFunctionParams,
+    compile_mask_function,
+    explore_mask_function,
 )
 from .model_view import (
     DEFAULT_TEXTS,
@@ -104,6 +129,12 @@ from .positional import (
     explore_positional,
     shuffle_permutation,
 )
+from .qk_space import (
+    QK_MAX_TOKENS,
+    QKSpaceExploration,
+    QKSpaceParams,
+    explore_qk_space,
+)
 from .rope import RopeExploration, RopeParams, explore_rope
 from .scaling import (
     D_K_MAX,
@@ -131,6 +162,10 @@ __all__ = [
     "InductionExploration",
     "InductionParams",
     "explore_induction",
+    "QK_MAX_TOKENS",
+    "QKSpaceExploration",
+    "QKSpaceParams",
+    "explore_qk_space",
     "D_K_MAX",
     "DEFAULT_SENTENCE",
     "DEFAULT_TEXTS",
@@ -168,6 +203,14 @@ __all__ = [
     "InductionResult",
     "KVCacheParams",
     "KVCacheExploration",
+    "PatchingExploration",
+    "PatchingParams",
+    "RolloutExploration",
+    "RolloutParams",
+    "LatentParams",
+    "LatentExploration",
+    "LinearAttentionParams",
+    "LinearAttentionExploration",
     "LossParams",
     "LossResult",
     "Mask",
@@ -200,7 +243,17 @@ __all__ = [
     "explore_head_view",
     "explore_heads",
     "explore_kv_cache",
+    "explore_patching",
+    "explore_rollout",
+    "explore_latent",
+    "explore_linear_attention",
     "explore_mask",
+    "explore_mask_function",
+    "MASK_FUNCTION_MAX_T",
+    "MaskFunctionError",
+    "MaskFunctionExploration",
+    "MaskFunctionParams",
+    "compile_mask_function",
     "explore_model_view",
     "explore_neuron",
     "explore_positional",

@@ -75,6 +75,13 @@ def _shuffle_order(value: str, seq_len: int = 16) -> str:
     return rf"Tokens: shuffled order: {order}\."
 
 
+def _latent_rank(index: str) -> int:
+    """The latent width R a LatentExplorer's kv_rank slider shows at handle position `index`."""
+    from attention.explore.latent import LATENT_RANKS
+
+    return LATENT_RANKS[int(float(index))]
+
+
 EXPLORER_CASES: list[ExplorerCase] = [
     ExplorerCase(
         id="demo-bars",
@@ -164,11 +171,12 @@ EXPLORER_CASES: list[ExplorerCase] = [
         expect=r"^weights, head {value}: 1 x ",
         shot="ac-token-view",
     ),
-    # Lesson 12's model view (MiniLM, head 3.1 opened): head 1 -> 2 redraws the opened head's
-    # matrix, and the readout names the new head (a real model, run by the course's code).
+    # Lesson 12's model view (MiniLM, head 3.1 opened), alone in notebooks/model_view.ipynb
+    # (lesson 12 runs for a minute): head 1 -> 2 redraws the opened head's matrix, and the
+    # readout names the new head (a real model, run by the course's code).
     ExplorerCase(
         id="model-view-head",
-        notebook="lessons/12_real_model_attention.ipynb",
+        notebook="model_view.ipynb",
         scope="ac-model-view",
         control="ac-head",
         figure="ac-panel-weights",
@@ -202,11 +210,12 @@ EXPLORER_CASES: list[ExplorerCase] = [
         expect=r"= 2 × {value} layers × 3 kv heads",
         shot="ac-kv-cache-explorer",
     ),
-    # Lesson 15's RopeExplorer: positions 16 -> 17 redraws the score maps (matched layouts
-    # constant along diagonals, mixed not), and the readout's headline has the new T.
+    # Lesson 15's RopeExplorer, alone in notebooks/rope.ipynb (lesson 15 measures SmolLM2 for
+    # half a minute): positions 16 -> 17 redraws the score maps (matched layouts constant along
+    # diagonals, mixed not), and the readout's headline has the new T.
     ExplorerCase(
         id="rope-seq-len",
-        notebook="lessons/15_rope_alibi_windows.ipynb",
+        notebook="rope.ipynb",
         scope="ac-rope-explorer",
         control="ac-seq-len",
         figure="ac-scores",
@@ -229,12 +238,91 @@ EXPLORER_CASES: list[ExplorerCase] = [
         key=None,
         shot="ac-induction-explorer",
     ),
+    # The QueryKeyExplorer of tests/browser/notebooks/qk_space.ipynb (SmolLM2, head 3.1, query
+    # 10 picked): layer 3 -> 4 re-projects the head's queries and keys, and the readout names
+    # the new layer.
+    ExplorerCase(
+        id="query-key-layer",
+        notebook="qk_space.ipynb",
+        scope="ac-query-key-explorer",
+        control="ac-layer",
+        figure="ac-panel-space",
+        readout="ac-readout",
+        expect=r"layer {value}, head 1, after RoPE",
+        shot="ac-query-key-explorer",
+    ),
+    # Lesson 19's LatentExplorer (DeepSeek-V3): the latent width R 512 -> 768 (a selection
+    # slider, whose handle reports the index of LATENT_RANKS) redraws the cache bars, and the
+    # readout's formula has the new R.
+    ExplorerCase(
+        id="latent-kv-rank",
+        notebook="lessons/19_attention_after_2024.ipynb",
+        scope="ac-latent-explorer",
+        control="ac-kv-rank",
+        figure="ac-kinds",
+        readout="ac-readout",
+        expect=lambda index: rf"\(R {_latent_rank(index)} \+ Dr 64\)",
+        shot="ac-latent-explorer",
+    ),
+    # Lesson 19's LinearAttentionExplorer: tokens read 3 -> 4 writes one more token into the
+    # state panel, and the readout names the token.
+    ExplorerCase(
+        id="linear-attention-step",
+        notebook="lessons/19_attention_after_2024.ipynb",
+        scope="ac-linear-attention-explorer",
+        control="ac-step",
+        figure="ac-state",
+        readout="ac-readout",
+        expect=r"Token {value} of 8:",
+        shot="ac-linear-attention-explorer",
+    ),
+    # Lesson 20's MaskFunctionExplorer (the document preset): T 12 -> 13 reruns the function on
+    # the larger grid, redraws the weights and the readout says what the mask equals at the new T.
+    ExplorerCase(
+        id="mask-function-seq-len",
+        notebook="lessons/20_masks_you_write.ipynb",
+        scope="ac-mask-function-explorer",
+        control="ac-seq-len",
+        figure="ac-panel-weights",
+        readout="ac-readout",
+        expect=r"T = {value}, head h = 0[\s\S]*its mask equals document_mask\(doc\)",
+        shot="ac-mask-function-explorer",
+    ),
+    # Lesson 18's PatchingExplorer (agreement pairs, layer 26): head -1 -> 0 patches head
+    # 26.0 alone, the heads chart marks it and the readout names it.
+    ExplorerCase(
+        id="patching-head",
+        notebook="lessons/18_intervention_lab.ipynb",
+        scope="ac-patching-explorer",
+        control="ac-head",
+        figure="ac-heads",
+        readout="ac-readout",
+        expect=r"head 26\.{value} patched alone",
+        shot="ac-patching-explorer",
+    ),
+    # Lesson 18's RolloutExplorer (MiniLM, the row of "it"): layer 3 -> 4 redraws both rows and
+    # the readout names the layers the rollout now runs through.
+    ExplorerCase(
+        id="rollout-layer",
+        notebook="lessons/18_intervention_lab.ipynb",
+        scope="ac-rollout-explorer",
+        control="ac-layer",
+        figure="ac-rows",
+        readout="ac-readout",
+        expect=r"rollout through layers 0\.\.{value}",
+        shot="ac-rollout-explorer",
+    ),
 ]
 
 
 def notebook_params() -> list[object]:
-    """The demo notebook(s) plus every lesson; a skipped placeholder while there are none."""
-    params: list[object] = [pytest.param(p.name, id=p.stem) for p in harness.demo_notebooks()]
+    """The demo notebook(s) plus every lesson; a skipped placeholder while there are none.
+
+    Not the notebooks that hold one explorer for a keyboard case (model_view.ipynb, ...): the
+    case runs them and fails on an error cell already."""
+    fixtures = {c.notebook for c in EXPLORER_CASES} - {"demo.ipynb"}
+    demos = [p for p in harness.demo_notebooks() if p.name not in fixtures]
+    params: list[object] = [pytest.param(p.name, id=p.stem) for p in demos]
     lessons = harness.lesson_notebooks()
     params += [pytest.param(f"lessons/{p.name}", id=p.stem) for p in lessons]
     if not lessons:

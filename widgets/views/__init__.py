@@ -3,6 +3,7 @@
     Heatmap      one matrix or a grid of small multiples on a canvas (heatmap.py)
     TokenLines   query tokens joined to key tokens by lines whose weight is their opacity
     SeriesChart  bars and lines over one shared x (chart.py)
+    Scatter      points in groups on a plane, weighted lines from a picked point (scatter.py)
 
 Each is a `CanvasView` (canvas.py: zoom, export, picture), an anywidget whose JavaScript lives
 in static/: its own file (heatmap.js, token_lines.js, chart.js) after common.js, the shared code,
@@ -15,6 +16,7 @@ figures.py (the only module here that imports matplotlib, and only when a figure
 from .canvas import CanvasView
 from .chart import SeriesChart
 from .heatmap import Heatmap, auto_cell_size
+from .scatter import Scatter
 from .style import COLORMAPS, DEFAULT_CMAP, DIVERGING_CMAP, PALETTE, css
 from .token_lines import TokenLines
 
@@ -25,6 +27,7 @@ __all__ = [
     "PALETTE",
     "CanvasView",
     "Heatmap",
+    "Scatter",
     "SeriesChart",
     "TokenLines",
     "auto_cell_size",

@@ -9,6 +9,8 @@ naming scheme for both models). Pass a dict {name: fn} to forward; fn(tensor) re
 leave the tensor as it is (reading), or a tensor of the same shape to replace it:
 
     blocks.{i}.resid_pre        (B, T, M)    the residual stream entering block i
+    blocks.{i}.attn.weights     (B, H, T, Tk) each head's attention map (rows sum to 1); a
+                                             replacement is what the values are averaged by
     blocks.{i}.attn.head_out    (B, H, T, D) each head's output, before the heads are merged
     blocks.{i}.resid_post       (B, T, M)    the residual stream leaving block i
 
@@ -34,11 +36,12 @@ from typing import Any
 from torch import Tensor, nn
 
 from ..._checks import shape_str
+from ...functional import AttentionResult, repeat_kv, scaled_dot_product_attention
 from ...multihead import MultiHeadResult
 from .checks import heads_to_keep
 
 Hook = Callable[[Tensor], Tensor | None]
-HOOK_POINTS = ("resid_pre", "attn.head_out", "resid_post")
+HOOK_POINTS = ("resid_pre", "attn.weights", "attn.head_out", "resid_post")
 
 
 @dataclass(frozen=True)
@@ -181,15 +184,19 @@ def run_blocks(
     """
     hidden, layers, kv = [], [], []
     for i, block in enumerate(blocks):
-        head_hook = None
+        head_hook, block_attn = None, attn
         if hooks:  # no hooks: not even a lookup, the plain forward pass
             x = _hooked(hooks, f"blocks.{i}.resid_pre", x)
             fn = hooks.get(f"blocks.{i}.attn.head_out")
             if fn is not None:
                 head_hook = _named(fn, f"blocks.{i}.attn.head_out")
+            fn = hooks.get(f"blocks.{i}.attn.weights")
+            if fn is not None:
+                attend = _weights_hooked(fn, f"blocks.{i}.attn.weights", attn)
+                block_attn = {**attn, "attention_fn": attend}
         hidden.append(x)
         past = None if pasts is None else pasts[i]
-        x, a = block(x, past_kv=past, head_hook=head_hook, **attn)
+        x, a = block(x, past_kv=past, head_hook=head_hook, **block_attn)
         if hooks:
             x = _hooked(hooks, f"blocks.{i}.resid_post", x)
         if keep:
@@ -202,3 +209,24 @@ def run_blocks(
 
 def _named(fn: Hook, name: str) -> Callable[[Tensor], Tensor]:
     return lambda heads: run_hook(fn, name, heads)
+
+
+def _weights_hooked(fn: Hook, name: str, attn: Mapping[str, Any]) -> Callable[..., Any]:
+    """The core's attention function with an attn.weights hook between softmax and values:
+    reading leaves its result as it is (bit for bit); a replacement W gives output W @ v."""
+    if attn.get("attention_fn") is not None:
+        raise ValueError(
+            f"hooks[{name!r}]: expected the core's attention (attention_fn=None) to read or "
+            f"replace its weights, got attention_fn={attn['attention_fn']!r}, which may keep none"
+        )
+    check_finite = attn.get("check_finite", True)
+
+    def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> AttentionResult:
+        att = scaled_dot_product_attention(q, k, v, mask, check_finite=check_finite)
+        weights = run_hook(fn, name, att.weights)  # (B, H, Tq, Tk)
+        if weights is att.weights:
+            return att
+        output = weights @ repeat_kv(v, q.shape[1] // v.shape[1])  # (B, H, Tq, D)
+        return AttentionResult(att.scores, weights, output, att.fully_masked)
+
+    return attend
