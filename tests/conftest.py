@@ -1,12 +1,15 @@
 """Start the static site's build as soon as the suite knows it will check it.
 
 tests/test_site.py checks a site built from every lesson, and building it executes each lesson
-in a kernel: minutes. Most of the suite keeps only one of the machine's two cores busy (pytest
-itself, or the one kernel that nbval or the browser tests drive), so the build starts right
-after collection, in a background process of its own (`python -m site_builder`, one kernel at a
-time, one torch thread, at a lower priority than the tests), and test_site's `built` fixture
-waits for it and reads its JSON report. Run on its own (`pytest tests/test_site.py`) the build
-is the same and starts at once.
+in a kernel: minutes. After the browser tests (which keep both of the machine's two cores busy:
+Chromium, the server and a kernel), the suite keeps only one core busy (pytest itself, or the
+one kernel nbval drives). So the build starts when the first test outside tests/browser/ does,
+in a background process of its own (`python -m site_builder`, one kernel at a time, one torch
+thread, at a lower priority than the tests); test_site's checks are moved to the end of the
+run, and its `built` fixture waits for the build and reads its JSON report. (Started during
+the browser tests instead, the build slowed them down: 13 minutes of browser tests in a
+fresh-clone run.) Run on its own (`pytest tests/test_site.py`) the
+build is the same and starts at once.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ CELL_TIMEOUT_S = 300  # per cell: a lesson that hangs fails the build, it does n
 BUILD_TIMEOUT_S = 60 * 60  # the whole build, at most (a few minutes normally)
 NICENESS = 10  # the tests in the foreground come first; the build takes the idle core
 
+BROWSER_TESTS = REPO / "tests" / "browser"
+
 _BUILD = pytest.StashKey["SiteBuild"]()
+_WANTED = pytest.StashKey[bool]()
 
 
 @dataclass
@@ -98,10 +104,24 @@ def _checks_the_site(item: pytest.Item) -> bool:
     return Path(item.path).name == SITE_TESTS and "built" in getattr(item, "fixturenames", ())
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    site = [item for item in items if _checks_the_site(item)]
+    for item in site:  # last: the build has the whole run to finish in
+        items.remove(item)
+    items.extend(site)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if session.config.option.collectonly or not any(map(_checks_the_site, session.items)):
+    wanted = any(map(_checks_the_site, session.items))  # what -k and -m left
+    session.config.stash[_WANTED] = wanted and not session.config.option.collectonly
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    config = item.config
+    if not config.stash.get(_WANTED, False) or config.stash.get(_BUILD, None) is not None:
         return
-    session.config.stash[_BUILD] = start_site_build()
+    if not Path(item.path).resolve().is_relative_to(BROWSER_TESTS):
+        config.stash[_BUILD] = start_site_build()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

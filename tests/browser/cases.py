@@ -256,7 +256,7 @@ EXPLORER_CASES: list[ExplorerCase] = [
     # readout's formula has the new R.
     ExplorerCase(
         id="latent-kv-rank",
-        notebook="lessons/19_attention_after_2024.ipynb",
+        notebook="after2024.ipynb",
         scope="ac-latent-explorer",
         control="ac-kv-rank",
         figure="ac-kinds",
@@ -268,7 +268,7 @@ EXPLORER_CASES: list[ExplorerCase] = [
     # state panel, and the readout names the token.
     ExplorerCase(
         id="linear-attention-step",
-        notebook="lessons/19_attention_after_2024.ipynb",
+        notebook="after2024.ipynb",
         scope="ac-linear-attention-explorer",
         control="ac-step",
         figure="ac-state",
@@ -280,7 +280,7 @@ EXPLORER_CASES: list[ExplorerCase] = [
     # the larger grid, redraws the weights and the readout says what the mask equals at the new T.
     ExplorerCase(
         id="mask-function-seq-len",
-        notebook="lessons/20_masks_you_write.ipynb",
+        notebook="mask_function.ipynb",
         scope="ac-mask-function-explorer",
         control="ac-seq-len",
         figure="ac-panel-weights",
@@ -292,7 +292,7 @@ EXPLORER_CASES: list[ExplorerCase] = [
     # 26.0 alone, the heads chart marks it and the readout names it.
     ExplorerCase(
         id="patching-head",
-        notebook="lessons/18_intervention_lab.ipynb",
+        notebook="interventions.ipynb",
         scope="ac-patching-explorer",
         control="ac-head",
         figure="ac-heads",
@@ -304,7 +304,7 @@ EXPLORER_CASES: list[ExplorerCase] = [
     # the readout names the layers the rollout now runs through.
     ExplorerCase(
         id="rollout-layer",
-        notebook="lessons/18_intervention_lab.ipynb",
+        notebook="interventions.ipynb",
         scope="ac-rollout-explorer",
         control="ac-layer",
         figure="ac-rows",
