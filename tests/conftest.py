@@ -8,8 +8,7 @@ thread, at a lower priority than the tests); test_site's checks are moved to the
 run, and its `built` fixture waits for the build and reads its JSON report. Measured on fresh
 clones: started at collection, pytest took 22 min 49 s; started after the browser tests (which
 keep both cores busy), 23 min 45 s, with three fewer lessons re-run by keyboard cases. Run on
-its own (`pytest tests/test_site.py`) the
-build is the same and starts at once.
+its own (`pytest tests/test_site.py`) the build is the same and starts at once.
 """
 
 from __future__ import annotations
