@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from attention.explore import one_thread
+
 REPO = Path(__file__).resolve().parents[1]
 SITE_TESTS = "test_site.py"
 CELL_TIMEOUT_S = 300  # per cell: a lesson that hangs fails the build, it does not stall it
@@ -127,3 +129,12 @@ def site_build(request: pytest.FixtureRequest) -> SiteBuild:
     if build is None:
         build = request.config.stash[_BUILD] = start_site_build()
     return build
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module (`pytestmark = pytest.mark.usefixtures(...)`): a forward
+    pass or decoding is many small ops, and on a busy 2-core machine a second thread mostly
+    waits for the first (generation ran 5x slower with two)."""
+    with one_thread():
+        yield

@@ -19,7 +19,7 @@ from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
 
 from widgets.views.arrays import color_limits
 from widgets.views.canvas import CanvasView
-from widgets.views.chart import SeriesChart
+from widgets.views.chart import SeriesChart, decade_ticks
 from widgets.views.heatmap import CSV_HEADER, Heatmap, auto_cell_size
 from widgets.views.style import (
     FULLY_MASKED_FACE,
@@ -514,3 +514,8 @@ def test_constructor_takes_the_masks_like_set_data():
     assert np.array_equal(kw.masked, hm.masked) and not kw.fully_masked.any()
     with pytest.raises(ValueError, match="masked, fully_masked: expected values"):
         Heatmap(masked=masked)
+
+
+def test_decade_ticks_span_the_values_of_a_log_axis():
+    assert decade_ticks([0.03, 250.0]) == [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+    assert decade_ticks([10.0, 100.0]) == [10.0, 100.0]

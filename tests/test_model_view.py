@@ -43,12 +43,8 @@ from widgets.views.style import css
 TEXT = (Path(__file__).resolve().parents[1] / "lessons/data/pride_and_prejudice.txt").read_text()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # a forward pass on a busy 2-core machine: one thread is faster
-    yield
-    torch.set_num_threads(n)
+# one torch thread for this module (tests/conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def text_of(n_tokens: int) -> str:

@@ -45,14 +45,8 @@ TEXTS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread here: decoding runs many tiny ops, and on a shared 2-core machine a
-    second thread mostly waits for the first (generation ran 5x slower with two)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# one torch thread for this module (tests/conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

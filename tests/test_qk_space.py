@@ -31,12 +31,8 @@ SMOL = DEFAULT_TEXTS["smollm2"]
 MINI = DEFAULT_TEXTS["minilm"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # a forward pass on a busy 2-core machine: one thread is faster
-    yield
-    torch.set_num_threads(n)
+# one torch thread for this module (tests/conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -17,14 +17,8 @@ STORY = Path(__file__).resolve().parents[1] / "lessons" / "data" / "lighthouse.t
 PROMPT = "The keeper climbed the hundred and twelve steps of the lighthouse, lit the lamp and"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: decoding runs many small ops, and on a shared 2-core machine a second
-    thread mostly waits for the first."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# one torch thread for this module (tests/conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

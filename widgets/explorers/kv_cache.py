@@ -38,7 +38,7 @@ from attention.explore.kv_cache import (
 )
 from attention.multihead import divisors
 
-from ..views import SeriesChart
+from ..views import SeriesChart, decade_ticks
 from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
@@ -191,20 +191,13 @@ class KVCacheExplorer(Explorer):
             y_log=True,
             x_ticks=[64.0, 512.0, 4096.0, 32768.0],
             x_tick_labels=["64", "512", "4k", "32k"],
-            y_ticks=_decades([b / GIB for _, v, _ in lines for b in v.by_context]),
+            y_ticks=decade_ticks([b / GIB for _, v, _ in lines for b in v.by_context]),
             markers=[{"x": float(p.seq_len), "label": f"{p.seq_len} tokens"}],
         )
         self.readout.value = _readout_html(r, self.speed)
 
     def _views(self) -> dict[str, Exportable]:
         return {"variants": self.bars, "by_context": self.curves}
-
-
-def _decades(values: list[float]) -> list[float]:
-    """Powers of ten spanning the values: the ticks of a log axis."""
-    low = math.floor(math.log10(min(values)))
-    high = math.ceil(math.log10(max(values)))
-    return [10.0**k for k in range(low, high + 1)]
 
 
 def _readout_html(r: KVCacheExploration, speed: DecodingSpeed | None) -> str:

@@ -34,7 +34,7 @@ from attention.explore.latent import (
 )
 from attention.multihead import divisors
 
-from ..views import SeriesChart
+from ..views import SeriesChart, decade_ticks
 from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
@@ -111,7 +111,7 @@ class LatentExplorer(Explorer):
             x_tick_labels=[*(k.name for k in r.kinds[:-1]), f"MLA ({p.kv_rank} + {p.d_rope})"],
             y_log=True,
             y_range=[min(gib) / 3, max(gib) * 20],  # headroom: the legend
-            y_ticks=_decades([min(gib) / 3, max(gib) * 20]),
+            y_ticks=decade_ticks([min(gib) / 3, max(gib) * 20]),
             legend="top-right",
         )
         self.curves.set_data(
@@ -133,7 +133,7 @@ class LatentExplorer(Explorer):
             y_log=True,
             x_ticks=[64.0, 512.0, 4096.0, 32768.0],
             x_tick_labels=["64", "512", "4k", "32k"],
-            y_ticks=_decades([b / GIB for k in r.kinds for b in k.by_context]),
+            y_ticks=decade_ticks([b / GIB for k in r.kinds for b in k.by_context]),
             markers=[{"x": float(p.seq_len), "label": f"{_tokens(p.seq_len)} tokens"}],
         )
         index = list(range(1, TOY_RANK_MAX + 1))
@@ -175,13 +175,6 @@ class LatentExplorer(Explorer):
 
 def _tokens(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 else str(n)
-
-
-def _decades(values: list[float]) -> list[float]:
-    """Powers of ten spanning the values: the ticks of a log axis."""
-    low = math.floor(math.log10(min(values)))
-    high = math.ceil(math.log10(max(values)))
-    return [10.0**k for k in range(low, high + 1)]
 
 
 def _readout_html(r: LatentExploration) -> str:

@@ -14,7 +14,7 @@ figures.py (the only module here that imports matplotlib, and only when a figure
 """
 
 from .canvas import CanvasView
-from .chart import SeriesChart
+from .chart import SeriesChart, decade_ticks
 from .heatmap import Heatmap, auto_cell_size
 from .scatter import Scatter
 from .style import COLORMAPS, DEFAULT_CMAP, DIVERGING_CMAP, PALETTE, css
@@ -29,6 +29,7 @@ __all__ = [
     "Heatmap",
     "Scatter",
     "SeriesChart",
+    "decade_ticks",
     "TokenLines",
     "auto_cell_size",
     "css",

@@ -110,3 +110,10 @@ def _finite(v: float) -> float | None:
     """JSON has no NaN: a non-finite value is sent as null and drawn as a gap."""
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def decade_ticks(values: Sequence[float]) -> list[float]:
+    """Powers of ten spanning the (positive) values: the y_ticks of a log axis."""
+    low = math.floor(math.log10(min(values)))
+    high = math.ceil(math.log10(max(values)))
+    return [10.0**k for k in range(low, high + 1)]
