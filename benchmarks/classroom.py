@@ -2,6 +2,7 @@
 
     python benchmarks/classroom.py [--pages 10] [--movers 10] [--presses 10] [--no-preheat]
                                    [--without-models | --lesson lessons/04_scaled_dot_product.ipynb]
+                                   [--server-alone]
 
 Serves lessons/explorers.ipynb (every explorer on one page), or with --lesson the lesson a
 teacher projects (a class follows one lesson; it must show the attention explorer, as lessons
@@ -23,19 +24,30 @@ first and the last live page, the memory of each viewer's kernel (RSS), the key-
 latency (median, p95) under that load, and the machine's load average, which the 2-core
 machine shares with anything else running. --no-preheat measures Voilà without the pool
 (every page starts its kernel and runs the notebook when it is asked for).
+
+One Chromium drawing N pages on the server's own two cores is not what a class sees: each
+student's browser draws on the student's machine. --server-alone first times the server's
+part by itself, on a server of its own: N students without a browser ask at once for the page
+and, over each page's kernel websocket, for every widget's state (what a page's widget manager
+asks before it draws anything). Add one page's drawing, timed alone (--pages 1), to estimate
+what a class on its own machines waits for.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
+import struct
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make `tests`, `widgets`, `benchmarks` importable
@@ -85,6 +97,7 @@ class Student:
     """One page: when it was live (s after all were asked for), and what went wrong."""
 
     page: object
+    console: list[str]
     live_s: float | None = None
     html_s: float | None = None  # the page's HTML wholly received: the server's part done
     error: str | None = None
@@ -104,7 +117,9 @@ def _open_together(
     for _ in range(pages):
         context = browser.new_context(viewport=harness.VIEWPORT)
         context.add_init_script(f"({_LIVE_AT_JS})({explorers!r})")
-        students.append(Student(context.new_page()))
+        student = Student(context.new_page(), [])
+        student.page.on("console", _keep_console(student.console))
+        students.append(student)
     t0_ms = time.time() * 1000
     for student in students:
         student.page.goto(url, wait_until="commit", timeout=harness.RUN_ALL_S * 1000)
@@ -122,7 +137,9 @@ def _open_together(
                 waiting.remove(student)
         time.sleep(0.5)
     for student in waiting:
-        student.error = f"not live {deadline_s:.0f} s after all pages were asked for"
+        student.error = (
+            f"not live {deadline_s:.0f} s after all pages were asked for: {_what_shows(student)}"
+        )
     for student in students:
         if student.live_s is None:
             continue
@@ -142,28 +159,176 @@ def _open_together(
     return students
 
 
-def _move_together(movers: list[Student], presses: int) -> list[float]:
+# Console lines every page logs (module versions Voilà's bundles disagree on): not reported.
+_NOISE = re.compile(r"Unsatisfied version|Federation Runtime|No satisfying version|Failed to create"
+                    r" module|RUNTIME-012|Available versions|shared module|^args: ")  # fmt: skip
+
+
+def _keep_console(lines: list[str]):
+    def keep(message) -> None:
+        if message.type in ("error", "warning") and not _NOISE.search(message.text):
+            lines.append(f"{message.type}: {message.text[:200]}")
+
+    return keep
+
+
+def _what_shows(student: Student) -> str:
+    """What a page that never went live shows: its cells, widgets, errors, console."""
+    try:
+        shown = student.page.evaluate(
+            """() => ({
+              cells: !!document.getElementById('rendered_cells'),
+              outputs: document.querySelectorAll('.jp-OutputArea-output').length,
+              widgets: document.querySelectorAll('.jupyter-widgets').length,
+              placeholders: [...document.querySelectorAll('.jp-OutputArea-output')]
+                .filter((el) => /Loading widget|Error displaying widget/.test(el.innerText))
+                .map((el) => el.innerText.slice(0, 80)),
+            })"""
+        )
+    except Exception as error:  # noqa: BLE001 - the page itself is gone: say so
+        shown = f"{type(error).__name__}"
+    console = "; ".join(student.console[-8:]) or "nothing in the console"
+    return f"{shown}; console: {console}"
+
+
+def _move_together(movers: list[Student], presses: int) -> tuple[list[float], list[str]]:
     """Round after round, press the seed slider on every mover page, and time one of them.
 
     In each round the other pages get their key first (each press is sent without waiting
     for its redraw), then the measured page's press is timed from keydown to the frame by
     which every panel has redrawn (harness.key_to_change_ms), while the others' kernels and
-    pages work. The measured page changes from round to round.
+    pages work. The measured page changes from round to round. A press not redrawn within
+    harness.UPDATE_S is reported (page, what it shows) and that page stops moving.
+    Returns the times (ms) and the reports.
     """
-    times = []
-    pressed = [(m.page, m.page.locator(CONTROL).first, m.page.locator(TARGETS)) for m in movers]
+    times: list[float] = []
+    missed: list[str] = []
+    pressed = [(m, m.page.locator(CONTROL).first, m.page.locator(TARGETS)) for m in movers]
     for round_ in range(WARMUP_PRESSES + presses * len(movers)):
+        if not pressed:
+            break
         key = ("ArrowRight", "ArrowLeft")[(round_ // len(movers)) % 2]  # stays in range
-        measured = round_ % len(movers)
-        for i, (page, control, _) in enumerate(pressed):
+        measured = round_ % len(pressed)
+        for i, (student, control, _) in enumerate(pressed):
             if i != measured:
-                harness.press_key(page, control, key)
-        page, control, targets = pressed[measured]
-        elapsed = harness.key_to_change_ms(page, control, targets, key, hold=True)
+                harness.press_key(student.page, control, key)
+        student, control, targets = pressed[measured]
+        try:
+            elapsed = harness.key_to_change_ms(student.page, control, targets, key, hold=True)
+        except AssertionError:
+            page = movers.index(student)
+            missed.append(f"page {page}: a press not redrawn in {harness.UPDATE_S:.0f} s: "
+                          f"{_what_shows(student)}")  # fmt: skip
+            del pressed[measured]
+            continue
         if round_ >= WARMUP_PRESSES:
             times.append(elapsed)
         time.sleep(PRESS_EVERY_S)
-    return times
+    return times, missed
+
+
+# ---------------------------------------------------------------------------- the server alone
+
+_CONFIG = re.compile(
+    r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', re.S
+)
+
+
+_SUBPROTOCOL = "v1.kernel.websocket.jupyter.org"  # the kernel websocket protocol pages speak
+
+
+def _message(session: str, msg_type: str, content: dict, metadata: dict | None = None) -> bytes:
+    """A shell message as a page sends it (the v1 websocket protocol): a count of offsets,
+    the offsets (little-endian uint64), then the channel and the JSON parts."""
+    header = {"msg_id": uuid.uuid4().hex, "username": "student", "session": session,
+              "msg_type": msg_type, "version": "5.3"}  # fmt: skip
+    parts = [b"shell", *(json.dumps(p).encode() for p in (header, {}, metadata or {}, content))]
+    offsets = [8 * (len(parts) + 2)]
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    head = struct.pack(f"<{len(offsets) + 1}Q", len(offsets), *offsets)
+    return head + b"".join(parts)
+
+
+def _decode(frame: bytes) -> tuple[str, dict]:
+    """A message from the kernel's websocket (v1 protocol): its channel and its content."""
+    count = struct.unpack_from("<Q", frame)[0]
+    offsets = struct.unpack_from(f"<{count}Q", frame, 8)
+    parts = [frame[offsets[i] : offsets[i + 1]] for i in range(min(count - 1, 5))]
+    return parts[0].decode(), json.loads(parts[4]) if len(parts) > 4 else {}
+
+
+async def _student_without_browser(url: str, t0: float) -> tuple[float, float, int]:
+    """What a page asks of the server before it can draw: its HTML (the notebook already run,
+    from the pool), then over its kernel's websocket every widget's state (the widget
+    manager's `request_states` on the jupyter.widget.control comm). Returns the seconds from
+    t0 to the HTML and to the states, and the number of widget states."""
+    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    response = await AsyncHTTPClient().fetch(url, request_timeout=harness.RUN_ALL_S)
+    html_s = time.monotonic() - t0
+    config = json.loads(_CONFIG.search(response.body.decode()).group(1))
+    cookies = "; ".join(c.split(";", 1)[0] for c in response.headers.get_list("Set-Cookie"))
+    host = urlsplit(url).netloc
+    session = uuid.uuid4().hex
+    socket = await websocket_connect(HTTPRequest(
+        f"ws://{host}/api/kernels/{config['kernelId']}/channels?session_id={session}",
+        headers={"Cookie": cookies, "Origin": f"http://{host}"},
+        request_timeout=harness.RUN_ALL_S,
+    ), subprotocols=[_SUBPROTOCOL], max_message_size=2**30)  # fmt: skip
+    try:
+        comm_id = uuid.uuid4().hex
+        socket.write_message(_message(
+            session, "comm_open",
+            {"comm_id": comm_id, "target_name": "jupyter.widget.control", "data": {}},
+            {"version": "1.0.0"},
+        ), binary=True)  # fmt: skip
+        request = {"comm_id": comm_id, "data": {"method": "request_states"}}
+        socket.write_message(_message(session, "comm_msg", request), binary=True)
+        while True:
+            frame = await socket.read_message()
+            if frame is None:
+                raise RuntimeError("the kernel's websocket closed before the widget states came")
+            _, content = _decode(frame if isinstance(frame, bytes) else frame.encode())
+            data = content.get("data") or {}
+            if content.get("comm_id") == comm_id and data.get("method") == "update_states":
+                return html_s, time.monotonic() - t0, len(data.get("states", {}))
+    finally:
+        socket.close()
+
+
+def server_alone(pages: int, notebook: Path, tmp: Path) -> list[str]:
+    """N students without a browser: each page's HTML and its widget states, all at once."""
+    import asyncio
+
+    start = time.monotonic()
+    server = _start_server(notebook, tmp / "state-alone", pages, pages)
+    try:
+        _wait_for_pool(server, pages)
+        filled = time.monotonic() - start
+
+        async def everyone() -> list:
+            t0 = time.monotonic()
+            jobs = [_student_without_browser(server.url, t0) for _ in range(pages)]
+            return await asyncio.gather(*jobs, return_exceptions=True)
+
+        results = asyncio.run(everyone())
+    finally:
+        server.stop()
+    done = sorted(r for r in results if not isinstance(r, BaseException))
+    failed = [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]
+    lines = [f"the server alone (no browser), pool of {pages} ready after {filled:.1f} s:"]
+    if done:
+        html = sorted(r[0] for r in done)
+        states = sorted(r[1] for r in done)
+        lines.append(
+            f"  {pages} students asking at once: every page's HTML within {html[-1]:.2f} s, "
+            f"its {done[0][2]} widget states from its kernel within {states[-1]:.2f} s "
+            f"(first {states[0]:.2f} s, median {statistics.median(states):.2f} s)"
+        )
+    lines += [f"  student failed: {f}" for f in failed]
+    return lines
 
 
 def _start_server(notebook: Path, state: Path, preheat: int, max_kernels: int) -> harness.Server:
@@ -221,6 +386,26 @@ def write_without_models(gallery: Path) -> Path:
     return path
 
 
+def _live_lines(students: list[Student], deadline_s: float) -> list[str]:
+    """When the pages were live, and when their HTML had arrived."""
+    live = sorted(s.live_s for s in students if s.live_s is not None)
+    lines = [
+        f"{len(students)} pages asked for at once: {len(live)} live within {deadline_s:.0f} s, "
+        f"the first after {live[0]:.1f} s, median {statistics.median(live):.1f} s, "
+        f"the last after {live[-1]:.1f} s"
+        if live
+        else f"{len(students)} pages asked for at once: none live"
+    ]
+    html = sorted(s.html_s for s in students if s.html_s is not None)
+    if html:
+        lines.append(
+            f"  of which each page's HTML wholly received (served from the pool, the notebook "
+            f"run): the first after {html[0]:.1f} s, the last after {html[-1]:.1f} s; the rest "
+            "is the browser loading the page and drawing the widgets, all on this machine"
+        )
+    return lines + [f"page {i}: {s.error}" for i, s in enumerate(students) if s.error]
+
+
 def run(
     pages: int,
     movers: int,
@@ -229,10 +414,14 @@ def run(
     without_models: bool,
     lesson: str | None,
     deadline_s: float = 240.0,
-) -> str:
+) -> None:
+    """Open `pages` pages at once in one Chromium, then move sliders on `movers` of them;
+    print each figure as soon as it is measured."""
     from playwright.sync_api import sync_playwright
 
-    lines = []
+    def say(*lines: str) -> None:
+        print("\n".join(lines), flush=True)
+
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
         root = harness.prepare_root(Path(tmp) / "root")
@@ -247,59 +436,44 @@ def run(
         try:
             if preheat:
                 _wait_for_pool(server, pages)
-                lines.append(
+                say(
                     f"pool of {pages} kernels (notebook run) ready "
                     f"{time.monotonic() - start:.1f} s after the server was started"
                 )
             with sync_playwright() as playwright:
                 browser = harness.launch_browser(playwright)
                 students = _open_together(browser, server.url, explorers, pages, deadline_s)
-                rss = _kernel_rss_mb(server)
                 load_live = os.getloadavg()
+                say(*_live_lines(students, deadline_s))
+                rss = _kernel_rss_mb(server)
+                if rss:
+                    say(
+                        f"memory per viewer (kernel RSS, {len(rss)} kernels): median "
+                        f"{statistics.median(rss):.0f} MB (min {min(rss):.0f}, "
+                        f"max {max(rss):.0f}); all kernels {sum(rss) / 1024:.1f} GB"
+                    )
                 live_ones = [s for s in students if s.live_s is not None and not s.error]
-                times = _move_together(live_ones[:movers], presses) if live_ones else []
+                times, missed = _move_together(live_ones[:movers], presses)
                 load_after = os.getloadavg()
                 browser.close()
         finally:
             server.stop()
-    errors = [f"page {i}: {s.error}" for i, s in enumerate(students) if s.error]
-    live = sorted(s.live_s for s in students if s.live_s is not None)
-    lines.append(
-        f"{pages} pages asked for at once: {len(live)} live within {deadline_s:.0f} s, the first "
-        f"after {live[0]:.1f} s, median {statistics.median(live):.1f} s, "
-        f"the last after {live[-1]:.1f} s"
-        if live
-        else f"{pages} pages asked for at once: none live"
-    )
-    html = sorted(s.html_s for s in students if s.html_s is not None)
-    if html:
-        lines.append(
-            f"  of which the server's part (each page's HTML wholly received, the notebook "
-            f"run): the first after {html[0]:.1f} s, the last after {html[-1]:.1f} s; the rest "
-            "is the browser loading the page and drawing the widgets, all on this machine"
-        )
-    if rss:
-        lines.append(
-            f"memory per viewer (kernel RSS, {len(rss)} kernels): median "
-            f"{statistics.median(rss):.0f} MB (min {min(rss):.0f}, max {max(rss):.0f}); "
-            f"all kernels {sum(rss) / 1024:.1f} GB"
-        )
     if len(times) >= 2:
-        lines.append(
+        say(
             f"{min(movers, len(live_ones))} pages pressing the attention explorer's seed slider "
             f"together (a round every ~{PRESS_EVERY_S} s, each page timed {presses} times), "
             f"key -> every panel redrawn: median {statistics.median(times):.0f} ms, "
             f"p95 {_percentile(times, 95):.0f} ms (min {min(times):.0f}, max {max(times):.0f}; "
             f"{len(times)} presses)"
         )
+    if missed:
+        say(*missed)
     loads = " / ".join(" ".join(f"{x:.1f}" for x in avg) for avg in (load_before, load_live,
                                                                       load_after))  # fmt: skip
-    lines.append(
+    say(
         f"load average (1, 5, 15 min) before / all live / after the presses: {loads} "
         f"({os.cpu_count()} cores)"
     )
-    lines += errors
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,6 +488,12 @@ def main(argv: list[str] | None = None) -> int:
         "--without-models",
         action="store_true",
         help="the gallery without the explorers of real models (MiniLM, SmolLM2): lighter kernels",
+    )
+    parser.add_argument(
+        "--server-alone",
+        action="store_true",
+        help="also time the server alone: N students without a browser fetch each page's HTML "
+        "and widget states at once (what a class on its own machines waits for from the server)",
     )
     parser.add_argument(
         "--lesson",
@@ -343,7 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Classroom: {args.pages} pages of {what} at once in one headless Chromium, "
           f"classroom command ({mode}, --max-kernels {args.pages})", flush=True)  # fmt: skip
     preheat = not args.no_preheat
-    print(run(args.pages, args.movers, args.presses, preheat, args.without_models, args.lesson))
+    if args.server_alone:
+        with tempfile.TemporaryDirectory(prefix="classroom-alone-") as tmp:
+            root = harness.prepare_root(Path(tmp) / "root")
+            notebook = root / (args.lesson or GALLERY)
+            if args.without_models:
+                notebook = write_without_models(notebook)
+            print("\n".join(server_alone(args.pages, notebook, Path(tmp))), flush=True)
+    run(args.pages, args.movers, args.presses, preheat, args.without_models, args.lesson)
     return 0
 
 

@@ -644,14 +644,16 @@ class CellError:
 class LabNotebook:
     """A notebook open in JupyterLab, driven through menus like a learner would."""
 
-    def __init__(self, page: Page, server: Server, path: str) -> None:
+    def __init__(self, page: Page, server: Server, path: str, workspace: str | None = None) -> None:
         self.page = page
         self.server = server
         self.path = path
+        self.workspace = workspace  # None: the default one; two pages at once need two
 
     def open(self) -> LabNotebook:
         """Open the notebook in a reset workspace and wait until its new kernel is idle."""
-        self.page.goto(f"{self.server.url}lab/tree/{self.path}?reset")
+        where = f"lab/workspaces/{self.workspace}/tree" if self.workspace else "lab/tree"
+        self.page.goto(f"{self.server.url}{where}/{self.path}?reset")
         self.page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(
             state="visible", timeout=SERVER_START_S * 1000
         )
@@ -673,6 +675,12 @@ class LabNotebook:
 
     def restart_and_run_all(self) -> None:
         """Clear all outputs, Kernel > Restart Kernel and Run All Cells…, accept, wait."""
+        self.start_restart_and_run_all()
+        self.wait_until_done()
+
+    def start_restart_and_run_all(self) -> None:
+        """Clear all outputs, Kernel > Restart Kernel and Run All Cells…, accept; no waiting
+        for the cells (another page can start its notebook meanwhile)."""
         self._menu("Edit", "Clear Outputs of All Cells")
         self._wait_for(
             lambda s: s is not None and all(c["count"] is None for c in s["cells"]),
@@ -681,7 +689,6 @@ class LabNotebook:
         )
         self._menu("Kernel", "Restart Kernel and Run All Cells")
         self.page.locator(".jp-Dialog .jp-mod-accept").click()
-        self.wait_until_done()
 
     def state(self) -> dict | None:
         return self.page.evaluate(_LAB_STATE_JS)
