@@ -36,6 +36,8 @@ what a class on its own machines waits for.
 from __future__ import annotations
 
 import argparse
+import collections
+import dataclasses
 import json
 import os
 import re
@@ -98,6 +100,7 @@ class Student:
 
     page: object
     console: list[str]
+    frames: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     live_s: float | None = None
     html_s: float | None = None  # the page's HTML wholly received: the server's part done
     error: str | None = None
@@ -119,6 +122,7 @@ def _open_together(
         context.add_init_script(f"({_LIVE_AT_JS})({explorers!r})")
         student = Student(context.new_page(), [])
         student.page.on("console", _keep_console(student.console))
+        student.page.on("websocket", _count_frames(student.frames))
         students.append(student)
     t0_ms = time.time() * 1000
     for student in students:
@@ -172,6 +176,34 @@ def _keep_console(lines: list[str]):
     return keep
 
 
+def _frame_kind(payload: str | bytes) -> str:
+    """A kernel websocket frame (v1 protocol) as "msg_type" (or "method" of a comm message)."""
+    try:
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        count = struct.unpack_from("<Q", data)[0]
+        offsets = struct.unpack_from(f"<{count}Q", data, 8)
+        header = json.loads(data[offsets[1] : offsets[2]])
+        kind = header.get("msg_type", "?")
+        if kind == "comm_msg":
+            content = json.loads(data[offsets[4] : offsets[5]])
+            kind += f"/{(content.get('data') or {}).get('method', '?')}"
+        return kind
+    except (struct.error, ValueError, IndexError, AttributeError):
+        return "unreadable"
+
+
+def _count_frames(counter: collections.Counter):
+    """Count what a page sends and receives on its kernel websocket, by message type."""
+
+    def watch(socket) -> None:
+        counter["websocket opened"] += 1
+        socket.on("framesent", lambda p: counter.update([f"sent {_frame_kind(p)}"]))
+        socket.on("framereceived", lambda p: counter.update([f"got {_frame_kind(p)}"]))
+        socket.on("close", lambda _: counter.update(["websocket closed"]))
+
+    return watch
+
+
 def _what_shows(student: Student) -> str:
     """What a page that never went live shows: its cells, widgets, errors, console."""
     try:
@@ -188,7 +220,9 @@ def _what_shows(student: Student) -> str:
     except Exception as error:  # noqa: BLE001 - the page itself is gone: say so
         shown = f"{type(error).__name__}"
     console = "; ".join(student.console[-8:]) or "nothing in the console"
-    return f"{shown}; console: {console}"
+    frames = ", ".join(f"{k} {n}" for k, n in sorted(student.frames.items())
+                       if not k.endswith("status"))  # fmt: skip
+    return f"{shown}; console: {console}; kernel websocket: {frames or 'none'}"
 
 
 def _move_together(movers: list[Student], presses: int) -> tuple[list[float], list[str]]:
