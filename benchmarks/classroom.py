@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 import json
 import os
 import re
@@ -47,7 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -100,7 +99,7 @@ class Student:
 
     page: object
     console: list[str]
-    frames: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    frames: collections.Counter = field(default_factory=collections.Counter)
     live_s: float | None = None
     html_s: float | None = None  # the page's HTML wholly received: the server's part done
     error: str | None = None
@@ -179,14 +178,10 @@ def _keep_console(lines: list[str]):
 def _frame_kind(payload: str | bytes) -> str:
     """A kernel websocket frame (v1 protocol) as "msg_type" (or "method" of a comm message)."""
     try:
-        data = payload if isinstance(payload, bytes) else payload.encode()
-        count = struct.unpack_from("<Q", data)[0]
-        offsets = struct.unpack_from(f"<{count}Q", data, 8)
-        header = json.loads(data[offsets[1] : offsets[2]])
-        kind = header.get("msg_type", "?")
+        parts = _parts(payload if isinstance(payload, bytes) else payload.encode())
+        kind = json.loads(parts[1]).get("msg_type", "?")
         if kind == "comm_msg":
-            content = json.loads(data[offsets[4] : offsets[5]])
-            kind += f"/{(content.get('data') or {}).get('method', '?')}"
+            kind += f"/{(json.loads(parts[4]).get('data') or {}).get('method', '?')}"
         return kind
     except (struct.error, ValueError, IndexError, AttributeError):
         return "unreadable"
@@ -284,11 +279,16 @@ def _message(session: str, msg_type: str, content: dict, metadata: dict | None =
     return head + b"".join(parts)
 
 
-def _decode(frame: bytes) -> tuple[str, dict]:
-    """A message from the kernel's websocket (v1 protocol): its channel and its content."""
+def _parts(frame: bytes) -> list[bytes]:
+    """A v1 frame's parts: the channel, header, parent header, metadata, content, buffers."""
     count = struct.unpack_from("<Q", frame)[0]
     offsets = struct.unpack_from(f"<{count}Q", frame, 8)
-    parts = [frame[offsets[i] : offsets[i + 1]] for i in range(min(count - 1, 5))]
+    return [frame[offsets[i] : offsets[i + 1]] for i in range(count - 1)]
+
+
+def _decode(frame: bytes) -> tuple[str, dict]:
+    """A message from the kernel's websocket (v1 protocol): its channel and its content."""
+    parts = _parts(frame)
     return parts[0].decode(), json.loads(parts[4]) if len(parts) > 4 else {}
 
 

@@ -30,3 +30,13 @@ def test_a_kernels_message_is_read_back_with_its_buffers_aside() -> None:
     assert classroom._decode(frame) == ("iopub", content)
     status = serialize_msg_to_ws_v1([b"{}", b"{}", b"{}", b'{"execution_state": "idle"}'], "iopub")
     assert classroom._decode(status) == ("iopub", {"execution_state": "idle"})
+
+
+def test_a_frame_is_counted_by_its_type_and_a_comm_message_by_its_method() -> None:
+    update = serialize_msg_to_ws_v1(
+        [b'{"msg_type": "comm_msg"}', b"{}", b"{}", b'{"data": {"method": "update_states"}}'],
+        "iopub",
+    )
+    assert classroom._frame_kind(update) == "comm_msg/update_states"
+    assert classroom._frame_kind(classroom._message("s1", "comm_open", {})) == "comm_open"
+    assert classroom._frame_kind(b"\x00\x01") == "unreadable"  # not a v1 frame: said, not raised
