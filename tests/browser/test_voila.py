@@ -54,7 +54,15 @@ def test_classroom_folder_page_is_offline(voila) -> None:
     """Given a folder, the classroom lists its notebooks with nothing fetched off the machine
     (Voilà's own folder page links Font Awesome from a CDN)."""
     page = voila.page
-    page.goto(voila.server.url)
+    # The page lists the folder from one contents request: check its answer first, so a slow
+    # or failed listing says which (once, on a loaded machine, the list stayed empty for 30 s).
+    with page.expect_response(
+        lambda r: "/voila/api/contents" in r.url, timeout=harness.RUN_ALL_S * 1000
+    ) as listing:
+        page.goto(voila.server.url)
+    response = listing.value
+    body = response.text()
+    assert response.status == 200 and "demo.ipynb" in body, f"{response.status}: {body[:300]}"
     page.get_by_text("demo.ipynb").first.wait_for(state="visible", timeout=harness.UPDATE_S * 1000)
     page.wait_for_load_state("networkidle")
 
