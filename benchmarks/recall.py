@@ -20,7 +20,14 @@ import time
 
 import torch
 
-from attention.models.toy.recall import EVAL_SEQUENCES, KINDS, PAIRS, RecallRun, train_recall
+from attention.models.toy.recall import (
+    EVAL_SEQUENCES,
+    KINDS,
+    PAIRS,
+    RecallRun,
+    memory_numbers,
+    train_recall,
+)
 
 
 def main() -> None:
@@ -67,7 +74,7 @@ def main() -> None:
     print("\n" + " | ".join(["model   ", *(f"{f'{kind} d={d}':>{width}}" for kind, d in columns)]))
     print(" | ".join(["params  ", *(f"{runs[c][0].parameters:>{width},}" for c in columns)]))
     state = [
-        f"{'2 N d':>{width}}" if kind == "softmax" else f"{d * (d + 1):>{width},}"
+        f"{'2 N d':>{width}}" if kind == "softmax" else f"{memory_numbers(kind, d, 1):>{width},}"
         for kind, d in columns
     ]
     print(" | ".join(["state   ", *state]))

@@ -34,20 +34,12 @@ from torch import Tensor, nn
 
 from ...linear import LinearAttentionResult, linear_attention
 from ...multihead import MultiHeadAttention
+from .induction import _check_int  # the toy models' one range check
 
 KINDS = ("softmax", "linear")
 PAIRS = (2, 4, 8, 16, 32)
 EVAL_SEQUENCES = 2048
 EVAL_SEED = 10_000  # the held-out sequences' generator seed, apart from any training seed
-
-
-def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        span = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name}: expected an int {span}, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -69,6 +61,12 @@ def make_batch(
     pick = torch.randint(0, n_pairs, (batch,), generator=generator)  # (B,)
     rows = torch.arange(batch)
     return RecallBatch(keys, values, keys[rows, pick], values[rows, pick])
+
+
+def memory_numbers(kind: str, d_model: int, n_pairs: int) -> int:
+    """Numbers a query reads N pairs from: the cache, 2 N d (softmax: a key and a value per
+    pair), or the state and normaliser, d (d + 1) (linear), whatever N."""
+    return 2 * n_pairs * d_model if kind == "softmax" else d_model * (d_model + 1)
 
 
 def _linear(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> LinearAttentionResult:
@@ -99,8 +97,7 @@ class RecallModel(nn.Module):
 
     def memory_numbers(self, n_pairs: int) -> int:
         """Numbers the query reads the pairs from: 2 N d (keys and values) or d (d + 1)."""
-        d = self.attn.d_model
-        return 2 * n_pairs * d if self.kind == "softmax" else d * (d + 1)
+        return memory_numbers(self.kind, self.attn.d_model, n_pairs)
 
 
 @dataclass(frozen=True)
@@ -114,8 +111,7 @@ class RecallRun:
 
     def memory_numbers(self, n_pairs: int) -> int:
         """What the query reads: the cache, 2 N d (softmax), or the state, d (d + 1) (linear)."""
-        d = self.d_model
-        return 2 * n_pairs * d if self.kind == "softmax" else d * (d + 1)
+        return memory_numbers(self.kind, self.d_model, n_pairs)
 
 
 def train_recall(
@@ -137,8 +133,6 @@ def train_recall(
     global generator is left alone) and fresh random batches from a generator seeded with it;
     the held-out sequences come from EVAL_SEED, the same for every run.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
     _check_int("d_model", d_model, 1, 1024)
     _check_int("n_keys", n_keys, 1, 65_536)
     _check_int("n_values", n_values, 2, 65_536)
