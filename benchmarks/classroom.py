@@ -100,6 +100,8 @@ class Student:
     page: object
     console: list[str]
     frames: collections.Counter = field(default_factory=collections.Counter)
+    pending: dict = field(default_factory=dict)  # request -> (what, when sent): not yet answered
+    noise: list[int] = field(default_factory=lambda: [0])  # console lines not kept (_NOISE)
     live_s: float | None = None
     html_s: float | None = None  # the page's HTML wholly received: the server's part done
     error: str | None = None
@@ -120,7 +122,8 @@ def _open_together(
         context = browser.new_context(viewport=harness.VIEWPORT)
         context.add_init_script(f"({_LIVE_AT_JS})({explorers!r})")
         student = Student(context.new_page(), [])
-        student.page.on("console", _keep_console(student.console))
+        student.page.on("console", _keep_console(student.console, student.noise))
+        _watch_requests(student.page, student.pending)
         student.page.on("websocket", _count_frames(student.frames))
         students.append(student)
     t0_ms = time.time() * 1000
@@ -167,12 +170,23 @@ _NOISE = re.compile(r"Unsatisfied version|Federation Runtime|No satisfying versi
                     r" module|RUNTIME-012|Available versions|shared module|^args: ")  # fmt: skip
 
 
-def _keep_console(lines: list[str]):
+def _keep_console(lines: list[str], noise: list[int]):
     def keep(message) -> None:
-        if message.type in ("error", "warning") and not _NOISE.search(message.text):
+        if message.type not in ("error", "warning"):
+            return
+        if _NOISE.search(message.text):
+            noise[0] += 1
+        else:
             lines.append(f"{message.type}: {message.text[:200]}")
 
     return keep
+
+
+def _watch_requests(page, pending: dict) -> None:
+    """Keep, in `pending`, each request of the page not yet answered (nor failed)."""
+    page.on("request", lambda r: pending.update({r: (f"{r.method} {r.url}", time.monotonic())}))
+    page.on("requestfinished", lambda r: pending.pop(r, None))
+    page.on("requestfailed", lambda r: pending.pop(r, None))
 
 
 def _frame_kind(payload: str | bytes) -> str:
@@ -207,6 +221,9 @@ def _what_shows(student: Student) -> str:
               cells: !!document.getElementById('rendered_cells'),
               outputs: document.querySelectorAll('.jp-OutputArea-output').length,
               widgets: document.querySelectorAll('.jupyter-widgets').length,
+              app_started: !!window.jupyterapp,  // set by Voilà once every plugin is active
+              outputs_not_rendered: document.querySelectorAll(
+                'script[type="application/vnd.voila.cell-output+json"]').length,
               placeholders: [...document.querySelectorAll('.jp-OutputArea-output')]
                 .filter((el) => /Loading widget|Error displaying widget/.test(el.innerText))
                 .map((el) => el.innerText.slice(0, 80)),
@@ -215,9 +232,14 @@ def _what_shows(student: Student) -> str:
     except Exception as error:  # noqa: BLE001 - the page itself is gone: say so
         shown = f"{type(error).__name__}"
     console = "; ".join(student.console[-8:]) or "nothing in the console"
+    console += f" ({student.noise[0]} lines of the usual module-version noise)"
+    now = time.monotonic()
+    waiting = "; ".join(f"{what} ({now - sent:.0f} s)" for what, sent in
+                        list(student.pending.values())[:6]) or "none"  # fmt: skip
     frames = ", ".join(f"{k} {n}" for k, n in sorted(student.frames.items())
                        if not k.endswith("status"))  # fmt: skip
-    return f"{shown}; console: {console}; kernel websocket: {frames or 'none'}"
+    return (f"{shown}; console: {console}; kernel websocket: {frames or 'none'}; "
+            f"requests unanswered: {waiting}")  # fmt: skip
 
 
 def _move_together(movers: list[Student], presses: int) -> tuple[list[float], list[str]]:

@@ -7,8 +7,9 @@ skipped with a message saying how to enable them (``python -m tests.browser_setu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -84,6 +85,62 @@ def browser_page(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[
     # Let Voilà's page send its kernel-shutdown beacon; JupyterLab kernels are shut down below.
     page.close(run_before_unload=True)
     context.close()
+
+
+class HeldRun:
+    """One page that has run a notebook, kept for the next test of the same notebook.
+
+    The explorer cases of one notebook (five of the gallery's, two of after2024.ipynb's, two
+    of interventions.ipynb's) act on different explorers, so they share one run of it instead
+    of one each (about 10 s per run in JupyterLab, 8 s in Voilà). The page is dropped when the
+    next test wants another notebook, when a test fails (after its screenshot: the next test
+    starts afresh), and at the end of the module.
+    """
+
+    def __init__(self, chromium: Browser, after_drop: Callable[[], None] = lambda: None) -> None:
+        self.chromium = chromium
+        self.after_drop = after_drop  # e.g. shut the page's kernel down
+        self.notebook: str | None = None
+        self.held: BrowserPage | None = None
+
+    def page_for(self, notebook: str, run: Callable[[Page], None]) -> BrowserPage:
+        """The held page if it has run `notebook`; else a fresh page on which `run` runs it."""
+        if self.held is not None and self.notebook == notebook:
+            return self.held
+        self.drop()
+        context = self.chromium.new_context(viewport=harness.VIEWPORT)
+        page = context.new_page()
+        self.held, self.notebook = BrowserPage(page, harness.PageLog.attach(page)), notebook
+        run(page)
+        return self.held
+
+    def drop(self, screenshot: Path | None = None) -> None:
+        if self.held is None:
+            return
+        page = self.held.page
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+        page.close(run_before_unload=True)  # Voilà's page sends its kernel-shutdown beacon
+        page.context.close()
+        self.held = self.notebook = None
+        self.after_drop()
+
+
+@pytest.fixture(scope="module")
+def held_runs(chromium: Browser) -> Iterator[HeldRun]:
+    held = HeldRun(chromium)
+    yield held
+    held.drop()
+
+
+@pytest.fixture
+def held_run(held_runs: HeldRun, request: pytest.FixtureRequest) -> Iterator[HeldRun]:
+    """The module's HeldRun; a failed test drops its page after a screenshot."""
+    yield held_runs
+    report = getattr(request.node, "report_call", None)
+    if report is None or report.failed:
+        held_runs.drop(harness.SCREENSHOTS / "failures" / f"{request.node.name}.png")
 
 
 @dataclass

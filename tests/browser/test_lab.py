@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.browser import harness
 from tests.browser.cases import ExplorerCase, explorer_params, notebook_params, operate_explorer
+from tests.browser.conftest import HeldRun
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -96,14 +102,28 @@ def test_notebook_runs_without_errors(lab, chromium, request, notebook: str) -> 
     run.check(notebook)
 
 
+@pytest.fixture(scope="module")
+def held_runs(chromium, lab_server: harness.Server) -> Iterator[HeldRun]:
+    """Cases of one notebook share its run; its kernel is shut down when its page is dropped."""
+    held = HeldRun(chromium, after_drop=lab_server.shutdown_kernels)
+    yield held
+    held.drop()
+
+
 @pytest.mark.parametrize("case", explorer_params())
-def test_explorer_responds_to_keyboard_in_lab(lab, case: ExplorerCase) -> None:
+def test_explorer_responds_to_keyboard_in_lab(
+    lab_server: harness.Server, held_run: HeldRun, case: ExplorerCase
+) -> None:
     """Act on a control: the figure's pixels change and the readout follows the control."""
-    opened = lab.open(case.notebook)
-    opened.run_all()
-    errors = opened.error_cells()
-    assert not errors, f"{case.notebook}: " + "; ".join(map(str, errors))
 
-    operate_explorer(lab.page, case, f"lab-{case.id}")
+    def run(page: Page) -> None:  # its own workspace: the next tests' pages use the default
+        opened = harness.LabNotebook(page, lab_server, case.notebook, "explorers").open()
+        opened.run_all()
+        errors = opened.error_cells()
+        assert not errors, f"{case.notebook}: " + "; ".join(map(str, errors))
 
-    assert lab.log.page_errors == [], f"{case.id}: uncaught errors in the page"
+    held = held_run.page_for(case.notebook, run)
+
+    operate_explorer(held.page, case, f"lab-{case.id}")
+
+    assert held.log.page_errors == [], f"{case.id}: uncaught errors in the page"

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from tests.browser import harness
 from tests.browser.cases import ExplorerCase, explorer_params, operate_explorer
+from tests.browser.conftest import HeldRun
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -39,15 +45,20 @@ def test_classroom_page_is_offline_and_hides_code(voila) -> None:
 
 
 @pytest.mark.parametrize("case", explorer_params())
-def test_explorer_responds_to_keyboard_in_voila(voila, case: ExplorerCase) -> None:
-    page = voila.open(case.notebook, ready_class=case.control)
-    assert harness.voila_errors(page) == []
+def test_explorer_responds_to_keyboard_in_voila(
+    voila_server: harness.Server, held_run: HeldRun, case: ExplorerCase
+) -> None:
+    def run(page: Page) -> None:
+        harness.open_voila(page, voila_server, case.notebook, ready_class=case.control)
+        assert harness.voila_errors(page) == []
 
-    operate_explorer(page, case, f"voila-{case.id}")
+    held = held_run.page_for(case.notebook, run)
 
-    assert voila.log.off_machine() == [], "requests left 127.0.0.1"
-    assert voila.log.failed == []
-    assert voila.log.page_errors == []
+    operate_explorer(held.page, case, f"voila-{case.id}")
+
+    assert held.log.off_machine() == [], "requests left 127.0.0.1"
+    assert held.log.failed == []
+    assert held.log.page_errors == []
 
 
 def test_classroom_folder_page_is_offline(voila) -> None:
