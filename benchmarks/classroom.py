@@ -238,8 +238,13 @@ def _what_shows(student: Student) -> str:
                         list(student.pending.values())[:6]) or "none"  # fmt: skip
     frames = ", ".join(f"{k} {n}" for k, n in sorted(student.frames.items())
                        if not k.endswith("status"))  # fmt: skip
+    saved = Path(tempfile.gettempdir()) / f"classroom-never-live-{id(student)}.html"
+    try:
+        saved.write_text(student.page.content())
+    except Exception as error:  # noqa: BLE001 - the page itself is gone
+        saved = f"not saved ({type(error).__name__})"
     return (f"{shown}; console: {console}; kernel websocket: {frames or 'none'}; "
-            f"requests unanswered: {waiting}")  # fmt: skip
+            f"requests unanswered: {waiting}; the page: {saved}")  # fmt: skip
 
 
 def _move_together(movers: list[Student], presses: int) -> tuple[list[float], list[str]]:

@@ -9,6 +9,7 @@ tests/browser/test_voila.py.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -102,6 +103,37 @@ def test_config_pools_kernels_without_the_prelaunch_hook_voila_refuses_beside_a_
     assert config.ClassroomKernelManager.pool_target == 5  # refills keep 5 started in all
     assert config.ClassroomVoila.classroom_ip == "192.168.1.20"
     assert classroom.voila_config().VoilaConfiguration.preheat_kernel is False
+
+
+def test_a_cell_whose_output_is_read_late_keeps_it() -> None:
+    """Voilà's executor with the classroom's configuration keeps an output read 4.5 s after
+    the cell's reply, as a server running 30 kernels at once reads them; nbclient's default
+    (4 s) drops it without a word (a page with its text and without its explorer)."""
+    import nbformat
+    from voila.execute import VoilaExecutor
+
+    class ReadsLate(VoilaExecutor):
+        async def async_start_new_kernel_client(self):
+            client = await super().async_start_new_kernel_client()
+            get_msg = client.iopub_channel.get_msg
+
+            async def late(*args, **kwargs):
+                msg = await get_msg(*args, **kwargs)
+                if msg["msg_type"] == "execute_result":
+                    await asyncio.sleep(4.5)
+                return msg
+
+            client.iopub_channel.get_msg = late
+            return client
+
+    def outputs(config) -> list:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('"shown late"')])
+        nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3"}
+        ReadsLate(nb, config=config, kernel_name="python3").execute(nb, {})
+        return [output.get("data", {}).get("text/plain") for output in nb.cells[0].outputs]
+
+    assert outputs(classroom.voila_config()) == ["'shown late'"]
+    assert outputs(None) == []  # nbclient's default, which the classroom no longer uses
 
 
 @pytest.mark.parametrize(

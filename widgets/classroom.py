@@ -70,6 +70,11 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")  # the Host names always answ
 KERNEL_BUDGET_MB = 1024
 FULL_RETRY_S = 10  # the "class is full" page tries again this often
 CONNECT_GRACE_S = 180  # a page's kernel is not culled before the page connects, this long
+# Voilà runs each cell with nbclient, which waits only 4 s (its default) after a cell's reply
+# for the cell's outputs, then drops them without a word. A pool of 30 kernels running lesson
+# 4 at once on 2 cores lost the explorer's output so: pages with their text and no explorer
+# (1 to 9 of 30; benchmarks/classroom.py). Wait longer, and show an error if even that passes.
+IOPUB_TIMEOUT_S = 60
 
 
 # ---------------------------------------------------------------------------- environment
@@ -447,7 +452,7 @@ def voila_config(
 
     The kernel manager with the cap (`max_kernels`, 0: none); a pool of `preheat` kernels
     with the notebook run (0: none; single-notebook mode only); the address the guard allows
-    besides the loopback names.
+    besides the loopback names; how long a cell's outputs may lag its reply (IOPUB_TIMEOUT_S).
     """
     from traitlets.config import Config
 
@@ -461,6 +466,8 @@ def voila_config(
     config.VoilaConfiguration.default_pool_size = preheat
     config.ClassroomVoila.classroom_ip = ip
     config.ClassroomVoila.classroom_extra_hosts = list(extra_hosts)
+    config.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
+    config.VoilaExecutor.raise_on_iopub_timeout = True  # a cell's error, not a lost output
     return config
 
 

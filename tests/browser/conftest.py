@@ -78,7 +78,8 @@ def browser_page(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[
     page = context.new_page()
     yield BrowserPage(page, harness.PageLog.attach(page))
     report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
+    # A page never used (a lesson whose run was read from its partner's page): no picture.
+    if report is not None and report.failed and page.url != "about:blank":
         path = harness.SCREENSHOTS / "failures" / f"{request.node.name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path), full_page=True)
