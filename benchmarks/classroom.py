@@ -319,16 +319,18 @@ def _decode(frame: bytes) -> tuple[str, dict]:
     return parts[0].decode(), json.loads(parts[4]) if len(parts) > 4 else {}
 
 
-async def _student_without_browser(url: str, t0: float) -> tuple[float, float, int]:
+async def _student_without_browser(url: str, t0: float) -> tuple[float, float, int, int]:
     """What a page asks of the server before it can draw: its HTML (the notebook already run,
     from the pool), then over its kernel's websocket every widget's state (the widget
     manager's `request_states` on the jupyter.widget.control comm). Returns the seconds from
-    t0 to the HTML and to the states, and the number of widget states."""
+    t0 to the HTML and to the states, the number of widget states, and the number of widget
+    outputs the HTML holds (an output the server lost shows no explorer, however fast)."""
     from tornado.httpclient import AsyncHTTPClient, HTTPRequest
     from tornado.websocket import websocket_connect
 
     response = await AsyncHTTPClient().fetch(url, request_timeout=harness.RUN_ALL_S)
     html_s = time.monotonic() - t0
+    shown = response.body.count(b"application/vnd.jupyter.widget-view+json")
     config = json.loads(_CONFIG.search(response.body.decode()).group(1))
     cookies = "; ".join(c.split(";", 1)[0] for c in response.headers.get_list("Set-Cookie"))
     host = urlsplit(url).netloc
@@ -354,7 +356,7 @@ async def _student_without_browser(url: str, t0: float) -> tuple[float, float, i
             _, content = _decode(frame if isinstance(frame, bytes) else frame.encode())
             data = content.get("data") or {}
             if content.get("comm_id") == comm_id and data.get("method") == "update_states":
-                return html_s, time.monotonic() - t0, len(data.get("states", {}))
+                return html_s, time.monotonic() - t0, len(data.get("states", {})), shown
     finally:
         socket.close()
 
@@ -387,6 +389,14 @@ def server_alone(pages: int, notebook: Path, tmp: Path) -> list[str]:
             f"  {pages} students asking at once: every page's HTML within {html[-1]:.2f} s, "
             f"its {done[0][2]} widget states from its kernel within {states[-1]:.2f} s "
             f"(first {states[0]:.2f} s, median {statistics.median(states):.2f} s)"
+        )
+        shown = [r[3] for r in done]
+        short = sum(n < max(shown) for n in shown)
+        lines.append(
+            f"  widget outputs in each page's HTML: {max(shown)} on every page"
+            if not short
+            else f"  widget outputs in each page's HTML: {short} page(s) with fewer "
+            f"(as few as {min(shown)}) than the others ({max(shown)}): the server lost them"
         )
     lines += [f"  student failed: {f}" for f in failed]
     return lines

@@ -3,8 +3,9 @@
 To cover a new explorer, add an ExplorerCase below; test_lab.py and test_voila.py both pick
 it up. Lesson notebooks (lessons/*.ipynb) are picked up without any edit.
 
-Most explorer cases use the gallery lessons/explorers.ipynb (all six explorers, one per cell),
-so the Voilà run, which renders the notebook (and starts a kernel) once per case, stays cheap.
+Most explorer cases use the gallery lessons/explorers.ipynb (its explorers, one per cell).
+Consecutive cases of one notebook share one run of it (conftest.HeldRun), so keep them
+together in the list below.
 There a class such as ac-seq-len or ac-readout occurs in several explorers: give the explorer's
 class as `scope` and every other class is looked up inside it.
 """

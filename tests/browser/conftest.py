@@ -1,6 +1,6 @@
 """Fixtures for the real-browser tests: one JupyterLab, one Voilà, one Chromium per session.
 
-Every test here is marked ``browser``. Without /usr/bin/chromium or playwright they are all
+Every test here that drives Chromium is marked ``browser``. Without /usr/bin/chromium or playwright they are all
 skipped with a message saying how to enable them (``python -m tests.browser_setup``);
 ``pytest -m "not browser"`` leaves them out on purpose.
 """
@@ -118,14 +118,15 @@ class HeldRun:
     def drop(self, screenshot: Path | None = None) -> None:
         if self.held is None:
             return
-        page = self.held.page
-        if screenshot is not None:
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
-        page.close(run_before_unload=True)  # Voilà's page sends its kernel-shutdown beacon
-        page.context.close()
-        self.held = self.notebook = None
-        self.after_drop()
+        page, self.held, self.notebook = self.held.page, None, None
+        try:
+            if screenshot is not None:
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            page.close(run_before_unload=True)  # Voilà's page sends its kernel-shutdown beacon
+            page.context.close()
+            self.after_drop()
 
 
 @pytest.fixture(scope="module")

@@ -764,7 +764,7 @@ def voila_errors(page: Page) -> list[str]:
     return page.evaluate(
         """() => [...document.querySelectorAll('#rendered_cells .jp-OutputArea-output')]
               .map((el) => el.innerText)
-              .filter((t) => /Traceback|Error displaying widget|There was an error when executing/
-                             .test(t))
+              .filter((t) => new RegExp('Traceback|Error displaying widget|There was an error ' +
+                                        'when executing|Cell execution timed out').test(t))
               .map((t) => t.slice(0, 500))"""
     )
