@@ -1,8 +1,8 @@
 """Fixtures for the real-browser tests: one JupyterLab, one Voilà, one Chromium per session.
 
-Every test here that drives Chromium is marked ``browser``. Without /usr/bin/chromium or playwright they are all
-skipped with a message saying how to enable them (``python -m tests.browser_setup``);
-``pytest -m "not browser"`` leaves them out on purpose.
+Every test here that drives Chromium is marked ``browser``. Without /usr/bin/chromium or
+playwright they are all skipped with a message saying how to enable them (``python -m
+tests.browser_setup``); ``pytest -m "not browser"`` leaves them out on purpose.
 """
 
 from __future__ import annotations
