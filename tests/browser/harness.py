@@ -163,6 +163,12 @@ class Server:
                 pass
         return found
 
+    def shutdown_session(self, path: str) -> None:
+        """Shut down the sessions (and so the kernels) of one notebook, leaving the others."""
+        for session in self.api("GET", "api/sessions") or []:
+            if session.get("path") == path:
+                self.api("DELETE", f"api/sessions/{session['id']}")
+
     def shutdown_kernels(self) -> None:
         """Shut down every session and kernel (JupyterLab), so kernels do not pile up."""
         for session in self.api("GET", "api/sessions") or []:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,7 +15,7 @@ from tests.browser.cases import ExplorerCase, explorer_params, notebook_params, 
 from tests.browser.conftest import HeldRun
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.browser
 
@@ -38,68 +40,95 @@ class LabRun:
         assert self.page_errors == (), f"{notebook}: uncaught errors in the page"
 
 
-# Notebooks run ahead, beside another one: notebook -> what it showed. A test reads and drops
-# its own entry. Two notebooks at once (two pages, two kernels) keep both cores busy: the
-# lessons' runs are the suite's longest block.
-_RUN_AHEAD: dict[str, LabRun] = {}
+@dataclass
+class _Running:
+    """A notebook running in a page of its own (its own workspace and kernel)."""
+
+    page: Page
+    log: harness.PageLog
+    opened: harness.LabNotebook | None = None
+    failure: str | None = None  # it could not even be opened or started: the message
 
 
-def _next_notebook(request: pytest.FixtureRequest) -> str | None:
-    """The notebook of the next selected test of this function, if it has not run yet."""
+# Notebooks running ahead of their tests, two at a time to keep both cores busy (the lessons'
+# runs are the suite's longest block): when a test's own notebook is done, the next one starts,
+# so a long lesson does not hold a core idle the way fixed pairs did.
+IN_FLIGHT = 2
+_RUNNING: dict[str, _Running] = {}
+
+
+def _start(chromium: Browser, server: harness.Server, notebook: str) -> None:
+    page = chromium.new_context(viewport=harness.VIEWPORT).new_page()
+    running = _RUNNING[notebook] = _Running(page, harness.PageLog.attach(page))
+    workspace = "run-" + re.sub(r"[^A-Za-z0-9]+", "-", notebook)  # two pages, two workspaces
+    try:
+        running.opened = harness.LabNotebook(page, server, notebook, workspace).open()
+        running.opened.start_restart_and_run_all()
+    except Exception as error:  # noqa: BLE001 - the notebook's own test reports it
+        running.failure = str(error)
+
+
+def _finish(server: harness.Server, notebook: str, screenshot: Path) -> LabRun:
+    """Wait for the notebook's run; what it showed; its page closed and its kernel shut down
+    (the other running notebook's are left alone). A screenshot if anything went wrong."""
+    running = _RUNNING.pop(notebook)
+    try:
+        run = LabRun(failure=running.failure)
+        if running.opened is not None:
+            try:
+                running.opened.wait_until_done()
+                run = LabRun(
+                    tuple(running.opened.error_cells()),
+                    tuple(running.opened.unrun_cells()),
+                    tuple(running.log.page_errors),
+                )
+            except Exception as error:  # noqa: BLE001 - reported by the check below
+                run = LabRun(failure=str(error))
+        if not run.clean:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            running.page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        running.page.context.close()
+        server.shutdown_session(notebook)
+    return run
+
+
+def _following(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The notebooks of the next selected tests of this function, in order."""
     items = request.session.items
     for item in items[items.index(request.node) + 1 :]:
-        if getattr(item, "originalname", None) != request.node.originalname:
-            continue
-        following = item.callspec.params["notebook"]
-        if following not in _RUN_AHEAD and not item.get_closest_marker("skip"):
-            return following
-    return None
+        if getattr(item, "originalname", None) == request.node.originalname:
+            if not item.get_closest_marker("skip"):
+                yield item.callspec.params["notebook"]
 
 
-def _result(opened: harness.LabNotebook, log: harness.PageLog) -> LabRun:
-    return LabRun(tuple(opened.error_cells()), tuple(opened.unrun_cells()), tuple(log.page_errors))
+@pytest.fixture(scope="module")
+def running_notebooks(lab_server: harness.Server) -> Iterator[dict[str, _Running]]:
+    """Pages still running when the module ends (a test stopped early): closed, kernels too."""
+    yield _RUNNING
+    for running in _RUNNING.values():
+        running.page.context.close()
+    _RUNNING.clear()
+    lab_server.shutdown_kernels()
 
 
 @pytest.mark.parametrize("notebook", notebook_params())
-def test_notebook_runs_without_errors(lab, chromium, request, notebook: str) -> None:
+def test_notebook_runs_without_errors(
+    lab_server: harness.Server, chromium: Browser, running_notebooks, request, notebook: str
+) -> None:
     """Open, Kernel > Restart Kernel and Run All Cells, wait for idle: no cell shows an error.
 
-    The next notebook of the list runs at the same time in a second page (its own workspace
-    and kernel); its test then reads what it showed."""
-    run = _RUN_AHEAD.pop(notebook, None)
-    if run is not None:
-        run.check(notebook)
-        return
-    partner = _next_notebook(request)
-    context = chromium.new_context(viewport=harness.VIEWPORT) if partner else None
-    try:
-        beside = None
-        if partner:
-            page = context.new_page()
-            partner_log = harness.PageLog.attach(page)
-            try:  # its own workspace: two pages in one would reopen each other's notebook
-                beside = harness.LabNotebook(page, lab.server, partner, "beside").open()
-                beside.start_restart_and_run_all()
-            except Exception as error:  # noqa: BLE001 - its own test reports it
-                beside = None
-                _RUN_AHEAD[partner] = LabRun(failure=str(error))
-        opened = lab.open(notebook)
-        opened.restart_and_run_all()
-        run = _result(opened, lab.log)
-        if beside is not None:
-            try:
-                beside.wait_until_done()
-                _RUN_AHEAD[partner] = _result(beside, partner_log)
-            except Exception as error:  # noqa: BLE001 - its own test reports it
-                _RUN_AHEAD[partner] = LabRun(failure=str(error))
-            if not _RUN_AHEAD[partner].clean:
-                path = harness.SCREENSHOTS / "failures" / f"{partner.replace('/', '_')}.png"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                beside.page.screenshot(path=str(path), full_page=True)
-    finally:
-        if context is not None:
-            context.close()
-    run.check(notebook)
+    The next notebooks of the list start meanwhile, in pages of their own (IN_FLIGHT at once);
+    each one's test then waits for what it showed."""
+    if notebook not in _RUNNING:
+        _start(chromium, lab_server, notebook)
+    for following in _following(request):
+        if len(_RUNNING) >= IN_FLIGHT:
+            break
+        if following not in _RUNNING:
+            _start(chromium, lab_server, following)
+    shot = harness.SCREENSHOTS / "failures" / f"{request.node.name}.png"
+    _finish(lab_server, notebook, shot).check(notebook)
 
 
 @pytest.fixture(scope="module")
