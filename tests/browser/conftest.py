@@ -78,7 +78,7 @@ def browser_page(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[
     page = context.new_page()
     yield BrowserPage(page, harness.PageLog.attach(page))
     report = getattr(request.node, "report_call", None)
-    # A page never used (a lesson whose run was read from its partner's page): no picture.
+    # A page never navigated (the test failed before using it): no picture of a blank page.
     if report is not None and report.failed and page.url != "about:blank":
         path = harness.SCREENSHOTS / "failures" / f"{request.node.name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
