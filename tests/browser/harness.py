@@ -679,11 +679,6 @@ class LabNotebook:
         self._menu("Run", "Run All Cells")
         self.wait_until_done()
 
-    def restart_and_run_all(self) -> None:
-        """Clear all outputs, Kernel > Restart Kernel and Run All Cells…, accept, wait."""
-        self.start_restart_and_run_all()
-        self.wait_until_done()
-
     def start_restart_and_run_all(self) -> None:
         """Clear all outputs, Kernel > Restart Kernel and Run All Cells…, accept; no waiting
         for the cells (another page can start its notebook meanwhile)."""
