@@ -1,4 +1,4 @@
-"""lessons/data/minimal_pairs.tsv: the evaluation set of lesson 18 is what its header says.
+"""attention/models/minimal_pairs.tsv: the evaluation set of lesson 18 is what its header says.
 
 Every row parses; clean and corrupted are a true minimal pair under both models' tokenizers
 (the same number of tokens, differing only where the changed words are); the answer and the

@@ -3,7 +3,7 @@
 Everything goes through the models' hook points (.pretrained.blocks), so one design serves
 MiniLM and SmolLM2:
 
-    load_minimal_pairs()                  the course's evaluation set (lessons/data)
+    load_minimal_pairs()                  the course's evaluation set (minimal_pairs.tsv)
     encode_pairs(tokenizer, pairs)        clean and corrupted ids, padded to one length
     answer_logit_diff(logits, batch)      logit(answer) - logit(alternative) at the target
     cache_activations(model, ids, names)  read hook points
@@ -37,7 +37,9 @@ from ..positional import apply_rope
 from .pretrained import PretrainedModel, Tokenizer
 from .pretrained.blocks import Hook, run_blocks
 
-PAIRS_FILE = Path(__file__).resolve().parents[2] / "lessons" / "data" / "minimal_pairs.tsv"
+# Package data beside this module, so an installed course (a wheel, not only `pip install -e`)
+# finds it; pyproject's package-data ships it.
+PAIRS_FILE = Path(__file__).with_name("minimal_pairs.tsv")
 KINDS = ("agreement", "coreference", "name_copy")
 COLUMNS = ("kind", "clean", "corrupted", "answer", "alternative")
 Metric = Callable[[object], Tensor]  # a forward's output -> (B,) one number per sequence
