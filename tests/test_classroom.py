@@ -105,6 +105,31 @@ def test_config_pools_kernels_without_the_prelaunch_hook_voila_refuses_beside_a_
     assert classroom.voila_config().VoilaConfiguration.preheat_kernel is False
 
 
+def test_the_template_inlines_the_model_wait_script_and_nothing_else() -> None:
+    """The classroom page carries static/model_wait.js in its head (test_busy_voila shows it
+    is what keeps a starved page's explorers drawn); the filter refuses other names."""
+    from jinja2 import Environment, FileSystemLoader
+
+    from widgets.views.style import STATIC
+
+    config = classroom.voila_config()
+    assert config.VoilaExporter.filters == {"course_script": "widgets.classroom.course_script"}
+    text = classroom.course_script("model_wait.js")
+    assert text == (STATIC / "model_wait.js").read_text(encoding="utf-8")
+    assert "function lookAfterWaiting(manager)" in text
+    with pytest.raises(ValueError, match=r"course_script: expected one of \('model_wait.js',\)"):
+        classroom.course_script("../../../etc/passwd")
+    # The template's own block: the script, then the hook that applies it to the manager.
+    template = classroom.TEMPLATE_ROOT / "voila" / "templates" / classroom.TEMPLATE
+    source = (template / "index.html.j2").read_text(encoding="utf-8")
+    env = Environment(loader=FileSystemLoader(template))
+    env.filters["course_script"] = classroom.course_script
+    block = source[source.index("{%- block html_head_js -%}") :]
+    block = block[: block.index("{%- endblock html_head_js -%}")].replace("{{ super() }}", "")
+    rendered = env.from_string(block.replace("{%- block html_head_js -%}", "")).render()
+    assert text in rendered and "lookAfterWaiting(this)" in rendered
+
+
 def test_a_cell_whose_output_is_read_late_keeps_it() -> None:
     """Voilà's executor with the classroom's configuration keeps an output read 4.5 s after
     the cell's reply, as a server running 30 kernels at once reads them; nbclient's default

@@ -75,6 +75,8 @@ CONNECT_GRACE_S = 180  # a page's kernel is not culled before the page connects,
 # 4 at once on 2 cores lost the explorer's output so: pages with their text and no explorer
 # (1 to 9 of 30; benchmarks/classroom.py). Wait longer, and show an error if even that passes.
 IOPUB_TIMEOUT_S = 60
+# The course's scripts the classroom template inlines (its `course_script` filter), by name.
+PAGE_SCRIPTS = ("model_wait.js",)
 
 
 # ---------------------------------------------------------------------------- environment
@@ -468,7 +470,20 @@ def voila_config(
     config.ClassroomVoila.classroom_extra_hosts = list(extra_hosts)
     config.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
     config.VoilaExecutor.raise_on_iopub_timeout = True  # a cell's error, not a lost output
+    config.VoilaExporter.filters = {"course_script": "widgets.classroom.course_script"}
     return config
+
+
+def course_script(name: str) -> Any:
+    """The text of the course's browser script static/<name> (one of PAGE_SCRIPTS), for the
+    classroom template to inline in a page's <script> (a Jinja filter; Markup: not escaped)."""
+    from markupsafe import Markup
+
+    from .views.style import STATIC
+
+    if name not in PAGE_SCRIPTS:
+        raise ValueError(f"course_script: expected one of {PAGE_SCRIPTS}, got {name!r}")
+    return Markup((STATIC / name).read_text(encoding="utf-8"))
 
 
 def _check_ip(parser: argparse.ArgumentParser, ip: str) -> None:

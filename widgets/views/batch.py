@@ -41,7 +41,9 @@ class MessageBatch(anywidget.AnyWidget):
     explorer also creates its model. `ready` turns True once a browser can take batches.
     """
 
-    _esm = (STATIC / "batch.js").read_text()
+    # model_wait.js first: in JupyterLab and Notebook 7 the batch's model, one per explorer, is
+    # where the course's code first runs in the page, and it fixes the manager's get_model
+    _esm = (STATIC / "model_wait.js").read_text() + "\n" + (STATIC / "batch.js").read_text()
     _css = STATIC / "explorer.css"  # explorer-wide styles (presenter mode): every explorer has one
     ready = t.Bool(False)  # set by the browser's "ready" message; never synced back
     sent = t.Int(0)  # batched messages sent so far (tests and benchmarks read it)

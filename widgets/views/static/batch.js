@@ -45,6 +45,7 @@ export default {
       model.send({ event: "unsupported" });
       return undefined;
     }
+    lookAfterWaiting(manager); // static/model_wait.js, prepended to this module
     const onMessage = async (content, buffers) => {
       if (!content || content.event !== "batch") return;
       // The models exist already (resolved promises), so this settles within the current
