@@ -84,15 +84,15 @@ def document_mask(doc_ids: Tensor | list[int], *, causal: bool = True) -> Tensor
     return same & causal_mask(len(ids), device=ids.device) if causal else same
 
 
-def _index_args(tq: int, tk: int, b: int, h: int) -> tuple[Tensor, ...]:
+def _index_args(tq: int, tk: int, b: int, h: int, device=None) -> tuple[Tensor, ...]:
     for name, x in (("b", b), ("h", h)):
         if isinstance(x, bool) or not isinstance(x, int):
             raise TypeError(f"{name}: expected an int, got {type(x).__name__}")
         if x < 0:
             raise ValueError(f"{name}: expected an int >= 0, got {x}")
-    q_idx = torch.arange(tq)[:, None]  # (Tq, 1)
-    kv_idx = torch.arange(tk)[None, :]  # (1, Tk)
-    return torch.tensor(b), torch.tensor(h), q_idx, kv_idx
+    q_idx = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
+    kv_idx = torch.arange(tk, device=device)[None, :]  # (1, Tk)
+    return torch.tensor(b, device=device), torch.tensor(h, device=device), q_idx, kv_idx
 
 
 def _fit(name: str, out: object, tq: int, tk: int) -> Tensor:
@@ -143,7 +143,7 @@ def scores_from_mod(score_mod, scores: Tensor, *, b: int = 0, h: int = 0) -> Ten
         )
         raise TypeError(f"scores: expected a 2-D floating tensor (Tq, Tk), got {got}")
     tq, tk = scores.shape
-    out = score_mod(scores.clone(), *_index_args(tq, tk, b, h))
+    out = score_mod(scores.clone(), *_index_args(tq, tk, b, h, scores.device))
     if isinstance(out, Tensor) and not out.is_floating_point():
         raise TypeError(
             f"score_mod: expected floating scores, got {out.dtype}; return the new score, e.g. "

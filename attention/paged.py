@@ -32,7 +32,8 @@ class PagedKVCache:
 
     k_blocks, v_blocks: (n_blocks, Hkv, block_size, D). `block_tables[seq]` lists seq's
     physical blocks in order; `lengths[seq]` its tokens. Blocks are handed out lowest free
-    first and come back to the pool when a sequence is freed.
+    first and come back to the pool when a sequence is freed. The pool lives on `device`
+    (default: torch's default device), where the keys and values appended must be too.
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class PagedKVCache:
         d_head: int,
         *,
         dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
     ) -> None:
         for name, value in (
             ("n_blocks", n_blocks),
@@ -53,8 +55,8 @@ class PagedKVCache:
             check_positive_int(name, value)
         self.block_size, self.n_kv_heads, self.d_head = block_size, n_kv_heads, d_head
         shape = (n_blocks, n_kv_heads, block_size, d_head)
-        self.k_blocks = torch.zeros(shape, dtype=dtype)  # (N, Hkv, bs, D)
-        self.v_blocks = torch.zeros(shape, dtype=dtype)
+        self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)  # (N, Hkv, bs, D)
+        self.v_blocks = torch.zeros(shape, dtype=dtype, device=device)
         self.free_blocks: list[int] = list(range(n_blocks))
         self.block_tables: dict[object, list[int]] = {}
         self.lengths: dict[object, int] = {}

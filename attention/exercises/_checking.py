@@ -102,8 +102,11 @@ def checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]
                 )
                 return False
             try:
-                with torch.random.fork_rng(devices=[]):  # checks may seed; the learner's
-                    body(fn)  # random numbers stay as they were
+                # checks may seed, and the learner's random numbers stay as they were; they
+                # run on the CPU (their generators' device) whatever default device the
+                # learner set, e.g. torch.set_default_device("cuda"): the same verdict anywhere
+                with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+                    body(fn)
             except NotAttempted as exc:
                 print(f"Not attempted yet: write {exc} above, then run this cell")
                 return False

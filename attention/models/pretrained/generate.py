@@ -156,7 +156,7 @@ def generate(
             f"prompt: the model reads at most {context} positions, got a prompt of "
             f"{len(prompt_ids)} tokens"
         )
-    ids = torch.tensor([prompt_ids])  # (1, T)
+    ids = torch.tensor([prompt_ids], device=next(model.parameters()).device)  # (1, T)
     new_ids: list[int] = []
     cache, step_ids = None, ids
     options = {"need_weights": False, "last_only": True, "ablate": ablate}

@@ -96,7 +96,7 @@ class InductionBatch:
     def repeated(self) -> Tensor:
         """(B, T - 1) bool: True where the next token is a repeat (logit position q >= n)."""
         t = self.tokens.shape[1]
-        return torch.arange(t - 1)[None, :] >= self.repeat[:, None]
+        return torch.arange(t - 1, device=self.tokens.device)[None, :] >= self.repeat[:, None]
 
 
 def make_sequences(
@@ -216,7 +216,7 @@ class InductionModel(nn.Module):
     def _rope(self, t: int) -> Callable[[Tensor], Tensor] | None:
         if self.config.positions != "rotary":
             return None
-        positions = torch.arange(t)
+        positions = torch.arange(t, device=self.unembed.weight.device)
         return lambda x: apply_rope(x, positions)
 
     def embed_tokens(self, tokens: Tensor) -> Tensor:
@@ -237,7 +237,7 @@ class InductionModel(nn.Module):
         norm = self.norm_attn[layer]
         hook = None
         if ablate:
-            keep = torch.ones(self.config.n_heads, 1, 1)
+            keep = torch.ones(self.config.n_heads, 1, 1, device=x.device)
             keep[list(ablate)] = 0.0
 
             def hook(heads: Tensor) -> Tensor:  # (B, H, T, D)

@@ -59,7 +59,7 @@ class RNNSeq2Seq(nn.Module):
         """(B, S) ids -> states h (B, S, Dh), last real state c (B, Dh), mask (B, 1, S)."""
         h, _ = self.encoder(self.embed(src))  # (B, S, Dh); a state never reads later PADs
         lengths = (src != PAD).sum(1).clamp_min(1)  # (B,)
-        c = h[torch.arange(src.shape[0]), lengths - 1]  # (B, Dh)
+        c = h[torch.arange(src.shape[0], device=src.device), lengths - 1]  # (B, Dh)
         return h, c, (src != PAD).unsqueeze(1)
 
     def step(
@@ -95,7 +95,7 @@ class RNNSeq2Seq(nn.Module):
         replaced by PAD by `greedy_tokens`.
         """
         h, c, mask = self.encode(src)
-        y = torch.full((src.shape[0],), BOS, dtype=torch.long)
+        y = torch.full((src.shape[0],), BOS, dtype=torch.long, device=src.device)
         s, logits, weights = c, [], []
         for _ in range(max_steps):
             out, s, w = self.step(y, s, h, c, mask)
