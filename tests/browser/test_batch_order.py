@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from widgets.views.style import STATIC
+from widgets.views.batch import MessageBatch
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def _run_batch_js(chromium, tmp_path, script: str) -> object:
     try:
         page = context.new_page()
         page.goto(page_html.as_uri())
-        return page.evaluate(script, (STATIC / "batch.js").read_text())
+        return page.evaluate(script, MessageBatch._esm)  # static/model_wait.js + batch.js
     finally:
         context.close()
 

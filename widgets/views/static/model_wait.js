@@ -9,8 +9,10 @@
 // `lookAfterWaiting(manager)` gives every manager that shares this one's get_model (the
 // class in @jupyter-widgets/base) the same 20 waits of 100 ms, each followed by a look, so a
 // busy thread can make the wait longer but never makes it give up on a model that is there.
-// A model that never comes still fails after the 20 waits, and the page says so.
+// A model that never comes still fails after the 20 waits, and the page says so. A manager
+// that keeps no `_models` (not ipywidgets' ManagerBase) is left alone.
 function lookAfterWaiting(manager) {
+  if (!manager || typeof manager._models !== "object" || manager._models === null) return false;
   let owner = manager;
   while (owner && !Object.prototype.hasOwnProperty.call(owner, "get_model")) {
     owner = Object.getPrototypeOf(owner);
