@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
 GALLERY = "lessons/explorers.ipynb"
+# Lessons 4, 6, 13, 14 and 17's explorers on one page, as the lessons open them (nearly: its
+# first cell says how), so that their cases share one run instead of rerunning five lessons.
+LESSON_EXPLORERS = "lesson_explorers.ipynb"
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ EXPLORER_CASES: list[ExplorerCase] = [
     ),
     ExplorerCase(
         id="attention-seq-len",
-        notebook="lessons/04_scaled_dot_product.ipynb",
+        notebook=LESSON_EXPLORERS,
+        scope="ac-attention-explorer",
         control="ac-seq-len",
         figure="ac-panel-weights",
         readout="ac-readout",
@@ -103,13 +107,55 @@ EXPLORER_CASES: list[ExplorerCase] = [
     ),
     ExplorerCase(
         id="mask-click",
-        notebook="lessons/06_masks.ipynb",
+        notebook=LESSON_EXPLORERS,
+        scope="ac-mask-explorer",
         control="ac-panel-mask",
         figure="ac-panel-weights",
         readout="ac-conventions",
         click=(0.85, 0.84),  # a cell of the last key column: toggles may-attend
         key=None,
         shot="ac-mask-explorer",
+    ),
+    # Lesson 13's FlashExplorer (seq_len 8, tiles of 2, step 5): Enter on "next tile" steps 5 -> 6,
+    # the tile map shows tile (1, 1) on chip and the readout names the step.
+    ExplorerCase(
+        id="flash-next-tile",
+        notebook=LESSON_EXPLORERS,
+        scope="ac-flash-explorer",
+        control="ac-next-button",
+        key="Enter",
+        value_of="ac-step",
+        figure="ac-tiles",
+        readout="ac-readout",
+        expect=r"Step {value} of 16: query tile 1",
+        shot="ac-flash-explorer",
+    ),
+    # Lesson 14's KVCacheExplorer (SmolLM2 preset): layers 30 -> 31 redraws the bars, and the
+    # readout's formula has the new layer count.
+    ExplorerCase(
+        id="kv-cache-layers",
+        notebook=LESSON_EXPLORERS,
+        scope="ac-kv-cache-explorer",
+        control="ac-n-layers",
+        figure="ac-variants",
+        readout="ac-readout",
+        expect=r"= 2 × {value} layers × 3 kv heads",
+        shot="ac-kv-cache-explorer",
+    ),
+    # Lesson 17's InductionExplorer with the lesson's budget of 1,000 steps (the lesson opens it
+    # on the model it trained first): pressing Train trains in a background thread, the maps
+    # redraw as it goes and the status line counts the steps.
+    ExplorerCase(
+        id="induction-train",
+        notebook=LESSON_EXPLORERS,
+        scope="ac-induction-explorer",
+        control="ac-train",
+        figure="ac-panel-maps",
+        readout="ac-status",
+        expect=r"step \d+/1000",
+        click=(0.5, 0.5),
+        key=None,
+        shot="ac-induction-explorer",
     ),
     # The gallery's AttentionExplorer (seq_len=6, n_heads=2): query row 0 -> 1 moves the
     # outline in every head's small multiple, and the readout names the new query.
@@ -185,32 +231,6 @@ EXPLORER_CASES: list[ExplorerCase] = [
         expect=r"layer 3, head {value}",
         shot="ac-model-view",
     ),
-    # Lesson 13's FlashExplorer (seq_len 8, tiles of 2, step 5): Enter on "next tile" steps 5 -> 6,
-    # the tile map shows tile (1, 1) on chip and the readout names the step.
-    ExplorerCase(
-        id="flash-next-tile",
-        notebook="lessons/13_flash_attention.ipynb",
-        scope="ac-flash-explorer",
-        control="ac-next-button",
-        key="Enter",
-        value_of="ac-step",
-        figure="ac-tiles",
-        readout="ac-readout",
-        expect=r"Step {value} of 16: query tile 1",
-        shot="ac-flash-explorer",
-    ),
-    # Lesson 14's KVCacheExplorer (SmolLM2 preset): layers 30 -> 31 redraws the bars, and the
-    # readout's formula has the new layer count.
-    ExplorerCase(
-        id="kv-cache-layers",
-        notebook="lessons/14_kv_cache_gqa.ipynb",
-        scope="ac-kv-cache-explorer",
-        control="ac-n-layers",
-        figure="ac-variants",
-        readout="ac-readout",
-        expect=r"= 2 × {value} layers × 3 kv heads",
-        shot="ac-kv-cache-explorer",
-    ),
     # Lesson 15's RopeExplorer, alone in notebooks/rope.ipynb (lesson 15 measures SmolLM2 for
     # half a minute): positions 16 -> 17 redraws the score maps (matched layouts constant along
     # diagonals, mixed not), and the readout's headline has the new T.
@@ -223,21 +243,6 @@ EXPLORER_CASES: list[ExplorerCase] = [
         readout="ac-readout",
         expect=r"T = {value} positions",
         shot="ac-rope-explorer",
-    ),
-    # Lesson 17's InductionExplorer opens on the model the lesson trained (step 520 of a
-    # 1,000-step budget): pressing Train trains on in a background thread, the maps redraw as
-    # it goes and the status line counts the steps.
-    ExplorerCase(
-        id="induction-train",
-        notebook="lessons/17_induction_heads.ipynb",
-        scope="ac-induction-explorer",
-        control="ac-train",
-        figure="ac-panel-maps",
-        readout="ac-status",
-        expect=r"step \d+/1000",
-        click=(0.5, 0.5),
-        key=None,
-        shot="ac-induction-explorer",
     ),
     # The QueryKeyExplorer of tests/browser/notebooks/qk_space.ipynb (SmolLM2, head 3.1, query
     # 10 picked): layer 3 -> 4 re-projects the head's queries and keys, and the readout names

@@ -68,23 +68,12 @@ def one_core() -> int:
 
 
 @pytest.fixture(scope="module")
-def busy_core(one_core: int) -> Iterator[int]:
-    """BURNERS processes spinning on one core, for the length of this module."""
-    spin = f"import os\nos.sched_setaffinity(0, {{{one_core}}})\nwhile True:\n    pass\n"
-    burners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(BURNERS)]
-    yield one_core
-    for burner in burners:
-        burner.kill()
-        burner.wait()
-
-
-@pytest.fixture(scope="module")
-def pinned_voila(busy_core: int, tmp_path_factory: pytest.TempPathFactory):
+def pinned_voila(one_core: int, tmp_path_factory: pytest.TempPathFactory):
     """The classroom's Voilà, its kernels with it, on the busy core."""
     base = tmp_path_factory.mktemp("busy-voila")
     root = harness.prepare_root(base / "root")
     mine = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {busy_core})  # the server (and every kernel it starts) inherits it
+    os.sched_setaffinity(0, {one_core})  # the server (and every kernel it starts) inherits it
     try:
         server = harness.start_voila(root, base / "state")
     finally:
@@ -94,16 +83,28 @@ def pinned_voila(busy_core: int, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def pinned_chromium(chromium: Browser, busy_core: int, tmp_path_factory) -> Iterator[Browser]:
+def pinned_chromium(chromium: Browser, one_core: int, tmp_path_factory) -> Iterator[Browser]:
     """A second Chromium whose processes all run on the busy core (started through taskset)."""
     wrapper = tmp_path_factory.mktemp("pinned") / "chromium"
-    wrapper.write_text(f'#!/bin/sh\nexec taskset -c {busy_core} {CHROMIUM} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec taskset -c {one_core} {CHROMIUM} "$@"\n')
     wrapper.chmod(0o755)
     browser = chromium.browser_type.launch(
         executable_path=str(wrapper), headless=True, args=list(harness.CHROMIUM_ARGS)
     )
     yield browser
     browser.close()
+
+
+@pytest.fixture
+def busy_core(one_core: int, pinned_voila, pinned_chromium) -> Iterator[int]:
+    """BURNERS processes spinning on the pinned core: started once the server and the browser
+    are up (they start in seconds, not minutes), stopped before they are."""
+    spin = f"import os\nos.sched_setaffinity(0, {{{one_core}}})\nwhile True:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(BURNERS)]
+    yield one_core
+    for burner in burners:
+        burner.kill()
+        burner.wait()
 
 
 def _load(browser: Browser, server: harness.Server, shots: Path, n: int) -> dict:
@@ -126,7 +127,7 @@ def _load(browser: Browser, server: harness.Server, shots: Path, n: int) -> dict
         context.close()
 
 
-def test_every_explorer_draws_on_a_starved_core(pinned_voila, pinned_chromium) -> None:
+def test_every_explorer_draws_on_a_starved_core(pinned_voila, pinned_chromium, busy_core) -> None:
     harness.SCREENSHOTS.mkdir(exist_ok=True)
     loads = [_load(pinned_chromium, pinned_voila, harness.SCREENSHOTS, n) for n in range(LOADS)]
     print("loads:", loads)
