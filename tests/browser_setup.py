@@ -1,9 +1,11 @@
-"""Make Debian's Chromium available for the browser tests, or say how to enable them.
+"""Make Debian's Chromium and a Chinese font available for the tests, or say how to.
 
 ``python -m tests.browser_setup`` (run by ``make test`` before pytest): when
-/usr/bin/chromium is missing and we are root on a system with apt-get, it installs the
-``chromium`` package quietly. Otherwise it prints how to enable the browser tests. It never
-fails the run: without Chromium the browser tests are skipped with the same message.
+/usr/bin/chromium or the CJK font is missing and we are root on a system with apt-get, it
+installs the ``chromium`` and ``fonts-noto-cjk`` packages quietly (the Chinese lessons' figures
+and canvases draw with that font; tests/test_language.py fails without it). Otherwise it
+prints how to enable the browser tests. It never fails the run: without Chromium the browser
+tests are skipped with the same message.
 Playwright drives this system Chromium; ``playwright install`` (a download) is never used.
 """
 
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
+CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")  # fonts-noto-cjk
 
 HOW_TO_ENABLE = (
     f"browser tests need Chromium at {CHROMIUM} and the Python package playwright; "
@@ -51,20 +54,27 @@ def _run_quiet(command: list[str]) -> bool:
 
 
 def install_chromium() -> bool:
-    """Install Debian's chromium with apt-get (root only); return True if it is now present."""
+    """Install Debian's chromium and fonts-noto-cjk with apt-get (root only); True if present."""
     apt_get = shutil.which("apt-get")
     if apt_get is None or getattr(os, "geteuid", lambda: -1)() != 0:
         return False
-    print("browser_setup: installing chromium with apt-get (about 30 s) ...", flush=True)
+    packages = [
+        p for p, f in (("chromium", CHROMIUM), ("fonts-noto-cjk", CJK_FONT)) if not f.exists()
+    ]
+    print(
+        f"browser_setup: installing {' '.join(packages)} with apt-get (about 60 s) ...", flush=True
+    )
     if not _run_quiet([apt_get, "update", "-qq"]):
         return False
-    _run_quiet([apt_get, "install", "-y", "-qq", "chromium"])
+    _run_quiet([apt_get, "install", "-y", "-qq", *packages])
     return CHROMIUM.exists()
 
 
 def main() -> int:
-    if not CHROMIUM.exists():
+    if not CHROMIUM.exists() or not CJK_FONT.exists():
         install_chromium()
+    if not CJK_FONT.exists():
+        print(f"browser_setup: no Chinese font at {CJK_FONT}: apt-get install fonts-noto-cjk")
     reason = unavailable_reason()
     if reason is None:
         print(f"browser_setup: browser tests enabled ({CHROMIUM})")

@@ -359,6 +359,80 @@ def test_every_prose_number_is_printed_asserted_or_attributed(lesson, lesson_out
     assert not problems, f"{lesson.name}:\n" + "\n".join(problems)
 
 
+# --------------------------------------------------------------------------- the Chinese lessons
+
+ZH_LESSONS = [p for p in LESSONS if (ROOT / "lessons" / "zh" / p.name).is_file()]
+_CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+_ZH_WORDS = [
+    ("％", "%"),
+    ("毫秒", " ms "),
+    ("微秒", " µs "),
+    ("秒", " s "),
+    ("分钟", " minutes "),
+    ("倍", "x "),
+    ("。", ". "),
+    ("！", "! "),
+    ("？", "? "),
+]
+_ZH_SPEED = re.compile(r"更快|更慢|加速|提速|吞吐|快了|慢了")
+
+
+def zh_normalise(source: str) -> str:
+    """Chinese prose in the shape stated_numbers reads: numbers set apart from the characters
+    around them, 倍 as a ratio's x, 秒 and 分钟 as time units, 。 as a sentence's end."""
+    text = re.sub(rf"(?<={_CJK})(?=[-−\d])|(?<=[\d%])(?={_CJK})", " ", source)
+    for zh, en in _ZH_WORDS:
+        text = text.replace(zh, en)
+    return _ZH_SPEED.sub(" faster ", text)
+
+
+def unbacked_chinese_numbers(zh_nb, en_nb, stem: str) -> list[str]:
+    """Each number of the Chinese prose that is not backed as the English lesson's would be.
+
+    Backed: stated by the English of the same cell (whose own backing the English test checks),
+    or printed, asserted or set by the English lesson's run (the code is the same).
+    """
+    english = {c.id: c.source for c in en_nb.cells if c.cell_type == "markdown"}
+    code = [c for c in en_nb.cells if c.cell_type == "code"]
+    problems = []
+    for cell in (c for c in zh_nb.cells if c.cell_type == "markdown"):
+        stated_en = stated_numbers(english.get(cell.id, ""))
+        for stated in stated_numbers(zh_normalise(cell.source)):
+            if stated.kind != "time" and rounds_to(stated, [s.value for s in stated_en]):
+                continue
+            if any(stated.text.replace(" ", "") == s.text for s in stated_en):
+                continue  # the same figure as the English states it (a time it attributes)
+            alone = nbformat.v4.new_notebook()
+            alone.cells = [nbformat.v4.new_markdown_cell(stated.sentence), *code]
+            found = [
+                p for p in unbacked_numbers(alone, stem, {}, {}) if p.startswith(repr(stated.text))
+            ]
+            if found:
+                problems.append(found[0])
+    return problems
+
+
+@pytest.mark.lesson_outputs
+@pytest.mark.parametrize("lesson", ZH_LESSONS, ids=[p.stem for p in ZH_LESSONS])
+def test_every_chinese_prose_number_is_backed_by_the_english_run(lesson, lesson_outputs):
+    zh = nbformat.read(ROOT / "lessons" / "zh" / lesson.name, as_version=4)
+    problems = unbacked_chinese_numbers(zh, executed(lesson, lesson_outputs), lesson.stem)
+    assert not problems, f"lessons/zh/{lesson.name}:\n" + "\n".join(problems)
+
+
+def test_a_chinese_number_not_in_the_english_or_the_run_is_flagged():
+    en = _notebook("The weight is 0.30, 9% saturate.", "print(...)", "0.2996 0.0853\n")
+    en.cells[0].id, en.cells[1].id = "c1", "c2"
+    zh = nbformat.v4.new_notebook()
+    zh.cells = [nbformat.v4.new_markdown_cell("权重是0.30，有 9％ 饱和，快了 2.5 倍。")]
+    zh.cells[0].id = "c1"
+    problems = unbacked_chinese_numbers(zh, en, "x")
+    assert len(problems) == 1 and "'2.5 x'" in problems[0] and "machine-dependent" in problems[0]
+    zh.cells[0].source = "权重是 0.31，有 9% 饱和。"
+    problems = unbacked_chinese_numbers(zh, en, "x")
+    assert len(problems) == 1 and problems[0].startswith("'0.31'"), problems
+
+
 def test_every_exemption_is_used():
     """A stale exemption (its piece no longer in the lesson) would hide nothing: drop it."""
     for stem, piece in [*EXEMPT, *COMPUTED]:
