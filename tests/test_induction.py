@@ -21,11 +21,17 @@ from attention.explore.induction import ablate_options, read_run, start_run
 from attention.models.head_scores import previous_token_score
 from attention.models.toy.induction import (
     BOS,
+    CurveShape,
     InductionConfig,
     InductionRun,
     InductionTask,
+    composition_score,
+    composition_scores,
+    curve_shape,
     evaluate,
+    head_weights,
     key_composition,
+    later_copy_weights,
     make_model,
     make_probe,
     make_sequences,
@@ -162,6 +168,63 @@ def test_key_composition(formed: InductionRun) -> None:
     assert kc[0, 1] > 0.6 and kc[0, 0] < 0.25  # keys without the layer-0 head: no induction
     with pytest.raises(ValueError, match="needs n_layers >= 2"):
         key_composition(make_model(TASK, InductionConfig(n_layers=1)), formed.probe)
+
+
+def test_composition_scores_from_the_weights(formed: InductionRun) -> None:
+    # by hand: W_A = 2 I, W_B = diag(1, 0): ||2 diag(1, 0)|| / (||2 I|| ||diag(1, 0)||) = 1/sqrt(2)
+    score = composition_score(2 * torch.eye(2), torch.diag(torch.tensor([1.0, 0.0])))
+    torch.testing.assert_close(score, torch.tensor(2**-0.5))
+    # head_weights are the head's own projections: q = x @ w_q.T + bias, out = heads @ w_o.T
+    model = formed.model.eval()
+    x = model.embed_tokens(formed.probe.tokens[:2])  # (2, T, M)
+    att = model.attend(0, x)
+    w = head_weights(model, 0, 0)
+    torch.testing.assert_close(att.q[:, 0], x @ w.w_q.T + model.attn[0].q_proj.bias)
+    torch.testing.assert_close(att.output, att.heads[:, 0] @ w.w_o.T + model.attn[0].out_proj.bias)
+    # random factors of the toy's size score about 0.18: the baseline the lesson compares with
+    g = torch.Generator().manual_seed(0)
+    rand = [
+        composition_score(torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g))
+        for _ in range(50)
+    ]
+    assert 0.15 < float(torch.stack(rand).mean()) < 0.2
+    # trained: K-composition above the untrained model's and above Q and V (measured, seed 0:
+    # K 0.24, Q 0.08, V 0.08; untrained 0.17-0.18 each)
+    trained = composition_scores(model)[:, 0, 0]  # (3,) K, Q, V
+    untrained = composition_scores(make_model(TASK, formed.config))[:, 0, 0]
+    assert trained[0] > untrained[0] + 0.03 and trained[0] > 2 * trained[1:].max(), trained
+    with pytest.raises(ValueError, match="composition_scores: needs n_layers >= 2"):
+        composition_scores(make_model(TASK, InductionConfig(n_layers=1)))
+    with pytest.raises(ValueError, match=r"ablate: expected \(layer, head\) pairs"):
+        head_weights(model, 2, 0)
+
+
+def test_later_copies_read_the_first_occurrence(formed: InductionRun) -> None:
+    n, t = 3, 11  # BOS + 3 tokens, repeated: queries 7..10 are the third copy on
+    first, every = torch.zeros(1, t, t), torch.zeros(1, t, t)
+    for i in range(t):
+        first[0, i, (i - 1) % n + 2 if i >= 2 * n + 1 else i] = 1.0  # the earliest matching key
+        every[0, i, i + 1 - n if i >= n + 1 else i] = 1.0  # the latest matching key
+    assert later_copy_weights(first, torch.tensor([n])) == (1.0, 1.0)
+    assert later_copy_weights(every, torch.tensor([n])) == (0.0, 1.0)
+    with torch.no_grad():
+        w1 = formed.model.eval()(formed.probe.tokens).weights[1, :, 0]  # (B, T, T)
+    on_first, on_every = later_copy_weights(w1, formed.probe.repeat)
+    assert on_every > 0.7 and on_first > 0.5, (on_first, on_every)  # measured 0.70, 0.88
+
+
+def test_curve_shape_finds_a_plateau_only_where_there_is_one() -> None:
+    steps = list(range(0, 410, 10))
+    steady = [4.0 - 0.008 * s for s in steps]  # the same fall everywhere
+    shape = curve_shape(steps, steady)
+    assert shape.flattest == pytest.approx(1.0) and shape.plateau == 0
+    assert shape.cliff == pytest.approx(0.4)
+    # flat at 4 until step 200, then 2 nats in 20 steps, then flat again
+    cliff = [4.0 if s <= 200 else max(2.0, 4.0 - 0.1 * (s - 200)) for s in steps]
+    shape = curve_shape(steps, cliff)  # windows from steps 0-150 are flat: steps 0-200
+    assert shape == CurveShape(50, pytest.approx(2.0), 170, 0.0, 200)
+    with pytest.raises(ValueError, match=r"steps: expected evenly spaced records dividing"):
+        curve_shape([0, 30, 60], [1.0, 0.5, 0.2])
 
 
 def test_one_layer_cannot_but_solves_the_fixed_length_variant() -> None:

@@ -113,6 +113,31 @@ def test_zero_and_mean_ablation(smol):
     assert torch.equal(mean.layers[5].heads[:, 0], model(b.clean).layers[5].heads[:, 0])
 
 
+def test_balanced_mean_ablation_averages_the_ids_it_is_given(smol):
+    model, b = smol
+    both, real = torch.cat([b.clean, b.corrupted]), torch.cat([b.real, b.real])  # (2B, T)
+    out = iv.ablate_heads(
+        model,
+        b.clean,
+        [(5, 1)],
+        mode="mean",
+        real=b.real,
+        mean_ids=both,
+        mean_real=real,
+        need_weights=True,
+    )
+    heads = torch.cat([model(ids).layers[5].heads[:, 1] for ids in (b.clean, b.corrupted)])
+    w = real.float()[:, :, None]  # (2B, T, 1) the real positions of clean and corrupted
+    want = (heads * w).sum((0, 1)) / w.sum((0, 1))  # (D,)
+    torch.testing.assert_close(out.layers[5].heads[:, 1], want.expand(len(b), *heads.shape[1:]))
+    clean_only = iv.ablate_heads(model, b.clean, [(5, 1)], mode="mean", real=b.real)
+    assert not torch.allclose(out.logits, clean_only.logits)  # the two means differ
+    same = iv.ablate_heads(
+        model, b.clean, [(5, 1)], mode="mean", real=b.real, mean_ids=b.clean, mean_real=b.real
+    )
+    assert torch.equal(same.logits, clean_only.logits)  # mean_ids = ids is the default
+
+
 def test_rollout_against_a_hand_computation():
     w1 = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
     w2 = torch.tensor([[1.0, 0.0], [0.2, 0.8]])
@@ -197,6 +222,16 @@ def test_bad_input_is_refused_naming_what_was_expected(smol):
         iv.ablate_heads(model, b.clean, [(0, 9)])
     with pytest.raises(ValueError, match="mode: expected 'zero' or 'mean', got 'one'"):
         iv.ablate_heads(model, b.clean, [(0, 1)], mode="one")
+    with pytest.raises(ValueError, match="only mode='mean' takes a mean, got mode='zero'"):
+        iv.ablate_heads(model, b.clean, [(0, 1)], mode="zero", mean_ids=b.corrupted)
+    with pytest.raises(
+        ValueError, match=r"mean_real: expected the shape of mean_ids \(2, 14\), got \(1, 14\)"
+    ):
+        iv.ablate_heads(
+            model, b.clean, [(0, 1)], mode="mean", mean_ids=b.clean, mean_real=b.real[:1]
+        )
+    with pytest.raises(ValueError, match="mean_real: expected it with mean_ids"):
+        iv.ablate_heads(model, b.clean, [(0, 1)], mode="mean", mean_real=b.real)
     with pytest.raises(ValueError, match="unknown hook point 'blocks.3.attn'"):
         iv.patch(model, b.clean, b.corrupted, iv.logit_diff_metric(b), ["blocks.3.attn"])
     with pytest.raises(ValueError, match=r"expected \(B, H, T, T\) like weights\[0\]"):

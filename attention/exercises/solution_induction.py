@@ -29,3 +29,26 @@ def solution_ablate_head(model, tokens: torch.Tensor, layer: int, head: int) -> 
         att = model.attend(i, x, ablate=silenced)
         x = model.after_attention(i, x + att.output)  # the residual stream goes on
     return model.unembed(model.norm_out(x))  # (B, T, V + 1)
+
+
+def solution_repeated_loss(
+    logits: torch.Tensor, tokens: torch.Tensor, repeat: torch.Tensor
+) -> torch.Tensor:
+    """Mean next-token cross-entropy over the repeated part: logit positions q >= n, per row."""
+    v = logits.shape[-1]
+    losses = torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, v), tokens[:, 1:].reshape(-1), reduction="none"
+    ).view(tokens.shape[0], -1)  # (B, T - 1): position q predicts token q + 1
+    q = torch.arange(losses.shape[1])  # (T - 1,)
+    keep = q[None, :] >= repeat[:, None]  # (B, T - 1) each sequence's own n
+    return losses[keep].mean()
+
+
+def solution_k_composition(
+    w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, w_o: torch.Tensor
+) -> torch.Tensor:
+    """K-composition (Elhage et al. 2021) of a later head (w_q, w_k) with an earlier (w_v, w_o)."""
+    w_qk = w_q.T @ w_k  # (M, M): score = x_i.T @ w_qk @ x_j
+    w_ov = w_o @ w_v  # (M, M): the earlier head writes w_ov @ x_j
+    norm = torch.linalg.norm  # Frobenius for a matrix
+    return norm(w_qk @ w_ov) / (norm(w_qk) * norm(w_ov))

@@ -7,7 +7,8 @@ MiniLM and SmolLM2:
     encode_pairs(tokenizer, pairs)        clean and corrupted ids, padded to one length
     answer_logit_diff(logits, batch)      logit(answer) - logit(alternative) at the target
     cache_activations(model, ids, names)  read hook points
-    ablate_heads(model, ids, heads, mode) zero or mean ablation of heads
+    ablate_heads(model, ids, heads, mode) zero or mean ablation of heads (the mean over any
+                                          ids: mean_ids, e.g. clean and corrupted together)
     patch_layers / patch_heads / patch_positions
                                           activation patching, clean -> corrupted, batched
     attention_rollout(weights)            Abnar & Zuidema (2020), with the residual identity
@@ -201,16 +202,32 @@ def ablate_heads(
     *,
     mode: str = "zero",
     real: Tensor | None = None,
+    mean_ids: Tensor | None = None,
+    mean_real: Tensor | None = None,
     **kw,
 ) -> object:
     """The forward pass with heads (layer, head) silenced.
 
-    mode "zero": the head's output is 0; "mean": it is replaced by its mean over the batch
-    and the real positions (what the head says on average, the information of this input
+    mode "zero": the head's output is 0; "mean": it is replaced by its mean over a batch and
+    its real positions (what the head says on average, the information of this input
     removed). Zero ablation can push the residual stream where training never took it.
+
+    The mean is taken over `ids` (with `real`), or over `mean_ids` (with `mean_real`) when
+    given. Take it over text that carries no answer of its own: the clean prefixes of a
+    minimal-pair set all share one answer (all plural), so their mean still says "plural";
+    a balanced mean, over the clean and the corrupted prefixes together, does not.
     """
     if mode not in ("zero", "mean"):
         raise ValueError(f"mode: expected 'zero' or 'mean', got {mode!r}")
+    if mode == "zero" and (mean_ids is not None or mean_real is not None):
+        raise ValueError("mean_ids, mean_real: only mode='mean' takes a mean, got mode='zero'")
+    if mean_real is not None and mean_ids is None:
+        raise ValueError("mean_real: expected it with mean_ids (the ids it marks), got no mean_ids")
+    if mean_real is not None and mean_real.shape != mean_ids.shape:
+        raise ValueError(
+            f"mean_real: expected the shape of mean_ids {tuple(mean_ids.shape)}, got "
+            f"{tuple(mean_real.shape)}"
+        )
     by_layer: dict[int, list[int]] = {}
     for layer, head in heads:
         check_layer_head(model, layer, head)
@@ -218,8 +235,10 @@ def ablate_heads(
     names = [f"blocks.{layer}.attn.head_out" for layer in by_layer]
     means = {}
     if mode == "mean":
-        cached = cache_activations(model, ids, names, real)
-        w = (torch.ones_like(ids, dtype=torch.bool) if real is None else real).float()
+        source, source_real = (ids, real) if mean_ids is None else (mean_ids, mean_real)
+        cached = cache_activations(model, source, names, source_real)
+        w = torch.ones_like(source, dtype=torch.bool) if source_real is None else source_real
+        w = w.float()
         w = w[:, None, :, None]  # (B, 1, T, 1)
         for name, x in cached.items():  # x (B, H, T, D)
             means[name] = (x * w).sum((0, 2)) / w.sum((0, 2))  # (H, D)

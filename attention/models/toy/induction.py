@@ -13,6 +13,7 @@ to the position after the earlier A, and copies what it finds there.
     history = run.run(steps=1200)      # or in chunks: run.run(100); run.run(100) ...
     history.phase_step                 # the first recorded step with the loss under PHASE_LOSS
     evaluate(run.model, run.probe, ablate=((0, 0),))   # silence layer 0's head: loss, scores
+    composition_scores(run.model)      # K-, Q-, V-composition from the weights (Elhage et al.)
 
 The trap: with one repeat length for every sequence (min_repeat == max_repeat, `fixed`), the
 token to copy always sits n - 1 positions back, so one layer can find it by position alone; no
@@ -405,6 +406,87 @@ def key_composition(model: InductionModel, probe: InductionBatch) -> Tensor:
     return torch.stack(cols, dim=1)  # (H, H + 1)
 
 
+def later_copy_weights(weights: Tensor, repeat: Tensor) -> tuple[float, float]:
+    """Where an induction head looks from the third copy on: the first occurrence, or any?
+
+    weights (B, T, T): one head on sequences BOS + n tokens repeated, repeat (B,) each n.
+    Over the queries i >= 2n + 1 (the third copy on), the mean weight on the key after the
+    *first* occurrence of token i (key ((i - 1) mod n) + 2, inside the first n + 1 positions)
+    and on every key after an earlier occurrence (i + 1 - j a multiple of n, 2 <= j <= i).
+    Returns (first, every); nan when no sequence reaches a third copy.
+    """
+    b, t, _ = weights.shape
+    i = torch.arange(t, device=weights.device)[:, None]  # (T, 1) queries
+    j = torch.arange(t, device=weights.device)[None, :]  # (1, T) keys
+    n = repeat.to(weights.device)[:, None, None]  # (B, 1, 1)
+    every = (j >= 2) & (j <= i) & ((i + 1 - j) % n == 0)  # (B, T, T) x_{j-1} = x_i
+    first = j == (i - 1) % n + 2  # (B, T, T)
+    late = (i >= 2 * n + 1)[..., 0]  # (B, T) queries of the third copy on
+    on_first = (weights * first).sum(-1)[late]  # (Q,)
+    on_every = (weights * every).sum(-1)[late]  # (Q,)
+    return float(on_first.mean()), float(on_every.mean())
+
+
+@dataclass(frozen=True)
+class HeadWeights:
+    """One head's projection weights, as nn.Linear stores them (biases left out)."""
+
+    w_q: Tensor  # (D, M): q = x @ w_q.T
+    w_k: Tensor  # (D, M): k = x @ w_k.T
+    w_v: Tensor  # (D, M): v = x @ w_v.T
+    w_o: Tensor  # (M, D): the head's columns of the output projection, out = v @ w_o.T
+
+
+def head_weights(model: InductionModel, layer: int, head: int) -> HeadWeights:
+    """Head `head` of layer `layer`'s four weight matrices (detached); ValueError off the model."""
+    ((layer, head),) = check_heads([(layer, head)], model.config)
+    attn = model.attn[layer]
+    part = slice(head * attn.d_head, (head + 1) * attn.d_head)
+    return HeadWeights(
+        attn.q_proj.weight[part].detach(),  # (D, M)
+        attn.k_proj.weight[part].detach(),  # (D, M)
+        attn.v_proj.weight[part].detach(),  # (D, M)
+        attn.out_proj.weight[:, part].detach(),  # (M, D)
+    )
+
+
+def composition_score(w_a: Tensor, w_b: Tensor) -> Tensor:
+    """||w_a @ w_b||_F / (||w_a||_F ||w_b||_F): how much w_a reads what w_b writes, in [0, 1].
+
+    Elhage et al. (2021): w_b is an earlier head's W_OV, w_a a later head's W_QK (K-composition),
+    W_QK.T (Q-composition) or W_OV (V-composition). Random matrices of the toy's size already
+    score about 0.18 (tests/test_induction.py): a score means something against that baseline.
+    """
+    return torch.linalg.norm(w_a @ w_b) / (torch.linalg.norm(w_a) * torch.linalg.norm(w_b))
+
+
+COMPOSITIONS = ("K", "Q", "V")
+
+
+@torch.no_grad()
+def composition_scores(model: InductionModel) -> Tensor:
+    """(3, H, H) the K-, Q- and V-composition of layer-1 head h1 (row) with layer-0 head h0.
+
+    From the weights alone (Elhage et al. 2021), with W_QK = w_q.T @ w_k and W_OV = w_o @ w_v
+    (both (M, M), column-vector convention: score = x_i.T W_QK x_j, a head writes W_OV x_j).
+    Biases, LayerNorm and positions are left out. ValueError for a 1-layer model.
+    """
+    cfg = model.config
+    if cfg.n_layers < 2:
+        raise ValueError("composition_scores: needs n_layers >= 2, got a 1-layer model")
+    out = torch.zeros(len(COMPOSITIONS), cfg.n_heads, cfg.n_heads)
+    for h1 in range(cfg.n_heads):
+        late = head_weights(model, 1, h1)
+        w_qk = late.w_q.T @ late.w_k  # (M, M)
+        reads = (w_qk, w_qk.T, late.w_o @ late.w_v)  # K, Q, V: (M, M) each
+        for h0 in range(cfg.n_heads):
+            early = head_weights(model, 0, h0)
+            w_ov = early.w_o @ early.w_v  # (M, M)
+            for c, w_a in enumerate(reads):
+                out[c, h1, h0] = composition_score(w_a, w_ov)
+    return out
+
+
 # --- training ---------------------------------------------------------------------------------
 
 
@@ -430,6 +512,48 @@ class InductionHistory:
         if which not in ("previous_token", "induction"):
             raise ValueError(f"which: expected 'previous_token' or 'induction', got {which!r}")
         return torch.stack(getattr(self, which))
+
+
+@dataclass(frozen=True)
+class CurveShape:
+    """Where a recorded loss curve falls fastest, and how flat it is before that.
+
+    A plateau, then a cliff (Olsson et al. 2022's phase change seen in a loss curve) shows as a
+    `flattest` near 0 and a long `plateau`; a loss that falls steadily has neither.
+    """
+
+    window: int  # steps over which a fall is measured
+    cliff: float  # nats fallen over the steepest `window` steps
+    cliff_at: int  # the step where that window starts
+    flattest: float  # the slowest `window`-step fall from step `window` to the cliff / cliff
+    plateau: int  # the longest stretch before the cliff where every `window`-step fall is
+    # under `flat` x the cliff (steps, window included; 0: no such window)
+
+
+def curve_shape(
+    steps: Sequence[int], loss: Sequence[float], window: int = 50, flat: float = 0.2
+) -> CurveShape:
+    """The cliff and the plateau of a loss recorded at evenly spaced steps (see CurveShape).
+
+    flattest is nan when the cliff comes within the first `window` steps (nothing before it).
+    """
+    every = steps[1] - steps[0] if len(steps) > 1 else 0
+    if every <= 0 or window % every or len(steps) <= window // every:
+        raise ValueError(
+            f"steps: expected evenly spaced records dividing window={window} and spanning more "
+            f"than it, got {len(steps)} records every {every} steps"
+        )
+    w = window // every  # records per window
+    falls = [loss[i] - loss[i + w] for i in range(len(loss) - w)]  # falls[i] from steps[i]
+    c = max(range(len(falls)), key=falls.__getitem__)
+    before = falls[w:c]  # windows starting after the first `window` steps, before the cliff
+    flattest = min(before) / falls[c] if before else math.nan
+    run = longest = 0
+    for f in falls[:c]:
+        run = run + 1 if f < flat * falls[c] else 0
+        longest = max(longest, run)
+    span = (longest - 1) * every + window if longest else 0
+    return CurveShape(window, falls[c], steps[c], flattest, span)
 
 
 class InductionRun:
