@@ -7,6 +7,9 @@ nbval runs every code cell of lessons/*.ipynb as a test item and holds the cell'
 test such as tests/test_prose_numbers.py reads the run instead of executing the lesson again.
 """
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,9 +27,23 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 _OUTPUTS = pytest.StashKey[dict]()
+_RECORDS = pytest.StashKey[Path]()
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_RECORDS, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_configure(config):
+    # checkers keep each verdict in the learner's records: never in the home of whoever runs
+    # the tests (tests/conftest.py points it at a folder of its own when tests/ is collected)
+    from attention.exercises.records import RECORDS_ENV
+
+    if RECORDS_ENV not in os.environ:
+        config.stash[_RECORDS] = Path(tempfile.mkdtemp(prefix="course-records-lessons-"))
+        os.environ[RECORDS_ENV] = str(config.stash[_RECORDS])
     config.stash[_OUTPUTS] = {}
     config.addinivalue_line(
         "markers", "lesson_outputs: reads a lesson's nbval outputs; runs after its last cell"

@@ -23,11 +23,19 @@ Lesson 18 (the intervention lab: rollout, patching, occlusion): checkers in `int
 solutions in `solution_interventions`.
 Lesson 16 (your own SmolLM2): checkers and `use_pieces` in `capstone`, solutions in
 `solution_capstone`.
+
+Every verdict is also kept in your own folder (`records`: ~/.attention-course/records.jsonl, or
+the folder $ATTENTION_COURSE_RECORDS names; "off" keeps nothing); `progress()` prints what you
+have tried and passed, lesson by lesson. A teacher on a hub collects the class's records into
+one table per exercise: `python -m attention.exercises.class_report --homes /home`.
 """
 
 from .after2024 import (
+    check_differential_map,
     check_differential_weights,
+    check_gated_delta_step,
     check_linear_attention_step,
+    check_mla_absorbed_scores,
     check_mla_cache_bytes,
     check_paged_slot,
     check_topk_keep,
@@ -63,9 +71,18 @@ from .capstone import (
 from .induction import (
     check_ablate_head,
     check_batch_previous_token_score,
+    check_k_composition,
+    check_repeated_loss,
     check_toy_induction_score,
 )
-from .interventions import check_occlusion, check_patching_effect, check_rollout
+from .interventions import (
+    check_mean_ablate,
+    check_occlusion,
+    check_patch_head,
+    check_patching_effect,
+    check_read_head,
+    check_rollout,
+)
 from .masks_heads import (
     check_attention_pool,
     check_causal_mask,
@@ -103,12 +120,10 @@ from .modern import (
     check_sliding_window_mask,
 )
 from .pooling import check_memory_slots, check_tanh_attention
+from .records import progress  # noqa: F401 - `from attention.exercises import progress`
 from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
 __all__ = [
-    "check_occlusion",
-    "check_patching_effect",
-    "check_rollout",
     "check_ablate_head",
     "check_additive_scores",
     "check_alibi_bias",
@@ -125,34 +140,45 @@ __all__ = [
     "check_causal_mask",
     "check_chat_prompt",
     "check_decoder_block",
+    "check_differential_map",
     "check_differential_weights",
     "check_document_mask_mod",
     "check_dot_product_variance",
     "check_flash_tile_update",
+    "check_gated_delta_step",
     "check_gaussian_pooling",
     "check_gqa_attention",
     "check_greedy_step",
     "check_induction_score",
+    "check_k_composition",
     "check_key_padding_mask",
     "check_kv_cache_bytes",
     "check_layer_norm",
     "check_linear_attention_step",
     "check_masked_softmax",
+    "check_mean_ablate",
     "check_memory_slots",
     "check_mha_parameter_count",
+    "check_mla_absorbed_scores",
     "check_mla_cache_bytes",
     "check_multi_head_scores",
+    "check_occlusion",
     "check_online_softmax_update",
     "check_output_layer",
     "check_paged_slot",
     "check_parameter_count",
+    "check_patch_head",
+    "check_patching_effect",
     "check_permutation_equivariance",
     "check_perplexity",
     "check_positional_encoding",
     "check_previous_token_score",
+    "check_read_head",
     "check_repeat_kv",
+    "check_repeated_loss",
     "check_rms_norm",
     "check_rnn_final_state",
+    "check_rollout",
     "check_rope_half",
     "check_rope_interleaved",
     "check_sampling_probs",
@@ -161,9 +187,9 @@ __all__ = [
     "check_shift_right",
     "check_sink_share",
     "check_sliding_window_mask",
+    "check_softcap_score_mod",
     "check_softmax",
     "check_softmax_jacobian",
-    "check_softcap_score_mod",
     "check_split_heads",
     "check_swiglu",
     "check_tanh_attention",

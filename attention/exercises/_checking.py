@@ -16,6 +16,9 @@ complex, meta or sparse tensor) is "Not yet" with the error, never a traceback.
 Comparing is `compare(got, want, mistakes)`: right type, close to the reference, else the first
 known mistake whose wrong result `got` matches (its message names the misconception), else the
 wrong shape, dtype, a NaN, or the first wrong value with its index, expected and received value.
+
+Every verdict is also appended to the learner's own records (`records`): the exercise, passed or
+the mistake, the time. A record that cannot be written never changes the verdict.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..language import translate
+from . import records
+
 RTOL, ATOL = 1e-4, 1e-5
 TIME_LIMIT = 10.0  # seconds one call of the learner's function may run before it is stopped
 
@@ -42,7 +48,15 @@ class NotAttempted(Exception):
 
 
 class Wrong(Exception):
-    """The learner's answer is wrong; the message says how."""
+    """The learner's answer is wrong; the message says how.
+
+    named=True: the message names a known misconception (a row of a table of mistakes); the
+    records count those per exercise for the teacher.
+    """
+
+    def __init__(self, message: str, *, named: bool = False) -> None:
+        super().__init__(message)
+        self.named = named
 
 
 class _OutOfTime(BaseException):
@@ -95,41 +109,51 @@ def checker(success: str) -> Callable[[Callable[..., None]], Callable[..., bool]
     def decorate(body: Callable[..., None]) -> Callable[..., bool]:
         @functools.wraps(body)
         def check(fn: Callable[..., Any]) -> bool:
-            if not callable(fn):
-                print(
-                    f"Not yet: expected a function, got {type(fn).__name__}; pass the function "
-                    "itself (my_function, not my_function(...))"
-                )
-                return False
-            try:
-                # checks may seed, and the learner's random numbers stay as they were; they
-                # run on the CPU (their generators' device) whatever default device the
-                # learner set, e.g. torch.set_default_device("cuda"): the same verdict anywhere
-                with torch.random.fork_rng(devices=[]), torch.device("cpu"):
-                    body(fn)
-            except NotAttempted as exc:
-                print(f"Not attempted yet: write {exc} above, then run this cell")
-                return False
-            except Wrong as exc:
-                print(f"Not yet: {exc}")
-                return False
-            except _OutOfTime:  # delivered just after the function returned: still too slow
-                print(f"Not yet: {_too_slow(fn)}")
-                return False
-            except Exception as exc:  # noqa: BLE001 - what was returned broke the comparison
-                detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-                print(
-                    f"Not yet: the check could not use what {name_of(fn)} returned "
-                    f"({type(exc).__name__}{': ' + detail if detail else ''}); return a "
-                    "tensor or number of the kind the exercise asks for"
-                )
-                return False
-            print(f"Correct: {success}")
-            return True
+            outcome, message = _verdict(body, fn, success)
+            print(translate(f"{_PREFIX[outcome]}: {message}"))  # English unless set_language
+            records.record(body.__name__, outcome, message)
+            return outcome == "passed"
 
         return check
 
     return decorate
+
+
+_PREFIX = {
+    "passed": "Correct",
+    "mistake": "Not yet",
+    "wrong": "Not yet",
+    "not attempted": "Not attempted yet",
+}
+
+
+def _verdict(body: Callable[..., None], fn: Any, success: str) -> tuple[str, str]:
+    """Run a check body on fn -> (outcome, message), outcome one of records.OUTCOMES."""
+    if not callable(fn):
+        return "wrong", (
+            f"expected a function, got {type(fn).__name__}; pass the function "
+            "itself (my_function, not my_function(...))"
+        )
+    try:
+        # checks may seed, and the learner's random numbers stay as they were; they run on the
+        # CPU (their generators' device) whatever default device the learner set, e.g.
+        # torch.set_default_device("cuda"): the same verdict anywhere
+        with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+            body(fn)
+    except NotAttempted as exc:
+        return "not attempted", f"write {exc} above, then run this cell"
+    except Wrong as exc:
+        return ("mistake" if exc.named else "wrong"), str(exc)
+    except _OutOfTime:  # delivered just after the function returned: still too slow
+        return "wrong", _too_slow(fn)
+    except Exception as exc:  # noqa: BLE001 - what was returned broke the comparison
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        return "wrong", (
+            f"the check could not use what {name_of(fn)} returned "
+            f"({type(exc).__name__}{': ' + detail if detail else ''}); return a "
+            "tensor or number of the kind the exercise asks for"
+        )
+    return "passed", success
 
 
 def attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, Exception | None]:
@@ -288,7 +312,7 @@ def name_mistake(got: Any, mistakes: Mistakes, *, atol: float = ATOL, rtol: floa
     """Raise Wrong with the message of the first known mistake whose result got matches."""
     for wrong, message in mistakes:
         if close(got, wrong, atol=atol, rtol=rtol):
-            raise Wrong(message)
+            raise Wrong(message, named=True)
 
 
 def compare(

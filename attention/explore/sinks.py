@@ -13,8 +13,11 @@ apart; the distance from the query to the first token can:
 
 `first_token_by_distance` runs the model once and returns, per layer and head, the mean weight
 on key 0 of the queries in each band of positions (query position = distance to token 0). It
-keeps only that column of each map, so 1,024 tokens cost one forward pass and no 30 x 9 x T x T
-tensor. A layer is a *sink layer* when its far band keeps at least SINK_THRESHOLD of the weight.
+keeps only that column of each map (a copy: a view would keep the whole map), so 1,024 tokens
+cost one forward pass and no 30 x 9 x T x T tensor, and it makes the next-token logits for the
+losses LOSS_ROWS positions at a time instead of one (T, V) tensor with its log-softmax (400 MB
+at 1,024 tokens). Lesson 12's peak: benchmarks/lesson_memory.py. A layer is a *sink layer* when
+its far band keeps at least SINK_THRESHOLD of the weight.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = ["SINK_BANDS", "SINK_THRESHOLD", "SinkBands", "first_token_by_distance
 
 SINK_BANDS: tuple[tuple[int, int], ...] = ((8, 64), (64, 256), (256, 1024))
 """Query positions [start, stop) of the three bands: near, middle, far from the first token."""
+
+LOSS_ROWS = 256  # positions whose logits are made at once for the losses (50 MB at V = 49152)
 
 SINK_THRESHOLD = 0.2
 """A sink layer keeps at least this share of its far queries' weight on the first token (a
@@ -110,11 +115,17 @@ def first_token_by_distance(
 
     def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         result = scaled_dot_product_attention(q, k, v, mask, check_finite=False)
-        columns.append(result.weights[0, :, :, 0])  # (H, T) each query's weight on key 0
+        # a copy: a view of the column would keep the layer's whole (1, H, T, T) map alive,
+        # 30 of them (1.1 GB at 1,024 tokens) by the end of the forward pass
+        columns.append(result.weights[0, :, :, 0].clone())  # (H, T) each query's weight on key 0
         return result.output  # (1, H, T, D)
 
-    out = model(ids, need_weights=False, attention_fn=attend)
+    out = model(ids, need_weights=False, last_only=True, attention_fn=attend)
     first = torch.stack(columns)  # (L, H, T)
     share = torch.stack([first[..., a:b].mean(-1) for a, b in bands], dim=-1)  # (L, H, n_bands)
-    losses = token_losses(out.logits, ids)[0]  # (T - 1,)
-    return SinkBands(bands, share, ids.shape[1], losses, threshold)
+    last, t = out.hidden_states[-1], ids.shape[1]  # (1, T, M) the last block's output
+    losses = []  # rows a..a+LOSS_ROWS predict the next LOSS_ROWS tokens: the same as all at once
+    for a in range(0, t - 1, LOSS_ROWS):
+        rows = slice(a, a + LOSS_ROWS + 1)
+        losses.append(token_losses(model.head(last[:, rows]), ids[:, rows])[0])  # (<= LOSS_ROWS,)
+    return SinkBands(bands, share, t, torch.cat(losses), threshold)  # losses: (T - 1,)

@@ -219,13 +219,20 @@ class SmolLM2(PretrainedModel):
             check_finite=False,  # the inputs are finite by construction (checked ids)
         )
         x = run.output[:, -1:] if last_only else run.output  # (B, T, M) or (B, 1, M)
-        logits = F.linear(self.norm(x), self.embed.weight)  # (B, T, V), tied weights
+        logits = self.head(x)  # (B, T, V)
         return CausalLMOutput(
             layers=run.layers,
             hidden_states=run.hidden_states,
             logits=logits,
             cache=KVCache(*zip(*run.kv, strict=True)) if use_cache else None,  # keys, values
         )
+
+    def head(self, x: Tensor) -> Tensor:
+        """The output layer: the last block's output (B, T, M) -> next-token logits (B, T, V).
+
+        Row by row, so a long text's logits may be made a few positions at a time, each row
+        bit for bit the same (the forward pass calls this on every position at once)."""
+        return F.linear(self.norm(x), self.embed.weight)  # (B, T, V), tied weights
 
     @classmethod
     def from_gguf_tensors(cls, cfg: SmolLM2Config, tensors: dict[str, Tensor]) -> SmolLM2:
