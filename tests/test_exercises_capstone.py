@@ -1,6 +1,7 @@
 """The checkers of lesson 16 reject each named slip with its name (what all checkers do:
-test_exercises.py). SLIPPED holds the wrong pieces; tests/test_capstone.py feeds the same ones
-into the assembled model and checks that the debugger finds them."""
+test_exercises.py). SLIPPED holds a wrong piece for each slip the debugger knows
+(compare.SLIPS); tests/test_debugger.py feeds the same ones into the assembled model and checks
+that the debugger finds them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ import torch.nn.functional as F
 import attention.exercises as E
 from attention.exercises import capstone as C
 from attention.exercises import solution_capstone as S
+from attention.exercises.solution_modern import solution_perplexity
+from attention.models.pretrained import sample_next
+from attention.models.pretrained.compare import SLIPS, decoder_forward
 from attention.positional import apply_rope
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the generation checks: many tiny ops
 
 
 def run(check, fn, capsys) -> tuple[bool, str]:
@@ -37,6 +43,10 @@ def wrong_axis(x, weight, eps):
     return x / torch.sqrt(x.pow(2).mean(-2, keepdim=True) + eps) * weight
 
 
+def weight_forgotten(x, weight, eps):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 def swapped(x, w_gate, w_up, w_down):
     return (F.silu(x @ w_up) * (x @ w_gate)) @ w_down
 
@@ -51,6 +61,31 @@ def gelu_gate(x, w_gate, w_up, w_down):
 
 def silu_after(x, w_gate, w_up, w_down):
     return F.silu((x @ w_gate) * (x @ w_up)) @ w_down
+
+
+def sigmoid_gate(x, w_gate, w_up, w_down):
+    return (torch.sigmoid(x @ w_gate) * (x @ w_up)) @ w_down
+
+
+def no_silu(x, w_gate, w_up, w_down):
+    return ((x @ w_gate) * (x @ w_up)) @ w_down
+
+
+def _rope(x, positions, base, *, sign=1.0, step=2):
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d // 2 * step, step, dtype=torch.float64) / d)
+    angles = positions[:, None] * theta
+    cos, sin = angles.cos().to(x.dtype), sign * angles.sin().to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, b * cos + a * sin], -1).flatten(-2)
+
+
+def rope_backwards(x, positions, base):
+    return _rope(x, positions, base, sign=-1.0)
+
+
+def rope_i_not_2i(x, positions, base):
+    return _rope(x, positions, base, step=1)
 
 
 def rope_halves(x, positions, base):
@@ -70,12 +105,36 @@ def scale_d_model(q, k, v, mask):
     return weights @ v, weights
 
 
+def _scaled(scale=None, masked=True):
+    def my_attention(q, k, v, mask):
+        n = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(n, 1), v.repeat_interleave(n, 1)
+        d = q.shape[-1]
+        scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(d) if scale is None else scale(d))
+        if masked:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, -1)
+        return weights @ v, weights
+
+    return my_attention
+
+
+def mask_one_future(t, past):
+    i = torch.arange(past, past + t)[:, None]
+    return torch.arange(past + t)[None, :] <= i + 1
+
+
+def mask_inverted(t, past):
+    i = torch.arange(past, past + t)[:, None]
+    return torch.arange(past + t)[None, :] > i
+
+
 def mask_off_by_one(t, past):
     i = torch.arange(past, past + t)[:, None]
     return torch.arange(past + t)[None, :] < i  # the diagonal excluded
 
 
-def _layer(*, rope_v=False, from_zero=False):
+def _layer(*, rope_v=False, from_zero=False, transpose=True, w_o=True):
     def my_attention_layer(x, w, past, cfg, f):
         b, t, _ = x.shape
         h, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
@@ -89,7 +148,8 @@ def _layer(*, rope_v=False, from_zero=False):
         if past is not None:
             k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
         heads, _ = f.attention(q, k, v, f.causal_mask(t, p))
-        return heads.transpose(1, 2).reshape(b, t, h * d) @ w["w_o"], (k, v)
+        merged = (heads.transpose(1, 2) if transpose else heads).reshape(b, t, h * d)
+        return (merged @ w["w_o"] if w_o else merged), (k, v)
 
     return my_attention_layer
 
@@ -111,6 +171,13 @@ def ignores_cache(t, past):
 
 def no_final_norm(x, weights, cfg, f):
     return x @ weights["embed"].T
+
+
+def no_residual(x, w, past, cfg, f):
+    a, kv = f.attention_layer(f.rms_norm(x, w["attn_norm"], cfg.norm_eps), w, past, cfg, f)
+    return f.swiglu(
+        f.rms_norm(a, w["ffn_norm"], cfg.norm_eps), w["w_gate"], w["w_up"], w["w_down"]
+    ), kv
 
 
 # name -> (the piece it replaces, the wrong function, its checker)
@@ -143,16 +210,45 @@ SLIPPED = {
     "the mask ignores the cache": ("causal_mask", ignores_cache, "check_cached_causal_mask"),
     "the output layer not tied": ("output_layer", untied, "check_output_layer"),
     "the final norm forgotten": ("output_layer", no_final_norm, "check_output_layer"),
+    "the norm's weight forgotten": ("rms_norm", weight_forgotten, "check_rms_norm"),
+    "sigmoid instead of SiLU": ("swiglu", sigmoid_gate, "check_swiglu"),
+    "no SiLU at all": ("swiglu", no_silu, "check_swiglu"),
+    "RoPE turned the wrong way": ("rope", rope_backwards, "check_rope_interleaved"),
+    "RoPE frequencies with i instead of 2i": ("rope", rope_i_not_2i, "check_rope_interleaved"),
+    "scores not scaled": ("attention", _scaled(lambda d: 1.0), "check_gqa_attention"),
+    "scores divided by d_head, not its root": (
+        "attention",
+        _scaled(lambda d: 1 / d),
+        "check_gqa_attention",
+    ),
+    "the mask not applied": ("attention", _scaled(masked=False), "check_gqa_attention"),
+    "the causal mask off by one (one future key)": (
+        "causal_mask",
+        mask_one_future,
+        "check_cached_causal_mask",
+    ),
+    "the causal mask inverted": ("causal_mask", mask_inverted, "check_cached_causal_mask"),
+    "heads merged without transpose(1, 2)": (
+        "attention_layer",
+        _layer(transpose=False),
+        "check_attention_layer",
+    ),
+    "w_o forgotten": ("attention_layer", _layer(w_o=False), "check_attention_layer"),
+    "the residual forgotten": ("block", no_residual, "check_decoder_block"),
 }
 
 
-def test_there_are_eight_new_checkers_each_with_a_solution(capsys):
-    checks = [n for n in C.__all__ if n.startswith("check_")]
-    assert len(checks) == 8 and set(checks) <= set(E.__all__)
+def test_there_are_nine_new_checkers_each_with_a_solution(capsys):
+    checks = [n for n in C.__all__ if n.startswith("check_")]  # eight pieces and the loop
+    assert len(checks) == 9 and set(checks) <= set(E.__all__)
     for name in checks:
         solution = getattr(S, name.replace("check_", "solution_"))
         ok, out = run(getattr(E, name), solution, capsys)
         assert ok, out
+
+
+def test_every_slip_the_debugger_knows_has_a_wrong_piece_here():
+    assert set(SLIPPED) == set(SLIPS)
 
 
 @pytest.mark.parametrize("name", list(SLIPPED))
@@ -243,7 +339,8 @@ def test_use_pieces_keeps_what_runs_and_says_what_it_replaced(capsys):
     assert f.rope is rope_halves and f.rms_norm is S.solution_rms_norm
     assert f.swiglu is S.solution_swiglu and f.block is S.solution_decoder_block
     assert "your pieces: rope\n" in out
-    assert "rms_norm (unfinished)" in out and "swiglu (RuntimeError on a small input" in out
+    assert "rms_norm (my_rms_norm unfinished)" in out
+    assert "swiglu (RuntimeError on a small input" in out
     assert "block (not given)" in out
 
     def my_block(x, w, past, cfg, f):  # forgets to return the cache
@@ -257,3 +354,137 @@ def test_use_pieces_keeps_what_runs_and_says_what_it_replaced(capsys):
         C.use_pieces(norm=my_rms_norm)
     with pytest.raises(TypeError, match="rope: expected a function, got Tensor"):
         C.use_pieces(rope=torch.zeros(2))
+
+
+# --- the generation loop: each wrong loop written as a learner might ----------------------------
+
+
+def _gen(*, slip=""):
+    def my_generate(f, weights, cfg, prompt_ids, n_new, temperature=0.0, top_k=None, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        logits, cache = decoder_forward(f, weights, cfg, prompt_ids)
+        if slip == "twice":
+            logits, cache = decoder_forward(f, weights, cfg, prompt_ids[:, -1:], cache)
+        ids, new, steps = prompt_ids, [], []
+        for i in range(n_new):
+            last = logits[:, 0] if slip == "first" and i == 0 else logits[:, -1]
+            if slip == "generator":
+                g = torch.Generator().manual_seed(seed)
+            t = 0.0 if slip == "greedy" else temperature
+            nxt = sample_next(last, temperature=t, top_k=top_k if t else None, generator=g)
+            new.append(int(nxt))
+            steps.append(last)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            if slip == "whole":
+                logits, cache = decoder_forward(f, weights, cfg, ids, cache)
+            elif slip == "no cache":
+                logits, _ = decoder_forward(f, weights, cfg, nxt[:, None])
+            elif slip == "not kept":
+                logits, _ = decoder_forward(f, weights, cfg, nxt[:, None], cache)
+            elif slip == "not fed":
+                logits, cache = decoder_forward(f, weights, cfg, prompt_ids[:, -1:], cache)
+            else:
+                logits, cache = decoder_forward(f, weights, cfg, nxt[:, None], cache)
+        if slip == "late":
+            steps = [*steps[1:], logits[:, -1]]  # the logits after each token
+        if slip == "one short":
+            new = new[:-1]
+        return new, torch.stack(steps, dim=1)
+
+    return my_generate
+
+
+@pytest.mark.parametrize(
+    ("slip", "message"),
+    [
+        ("whole", "feed only the new token"),
+        ("no cache", "pass the cache to decoder_forward"),
+        ("not kept", "keep the cache each call returns"),
+        ("not fed", "feed the token you just picked"),
+        ("twice", "off by one: the prompt's last logits already predict the first new token"),
+        ("first", "off by one: pick from the logits at the LAST position"),
+        ("generator", "make one generator before the loop"),
+        ("greedy", "pass temperature and top_k to sample_next"),
+        ("late", "return the logits each token was picked from"),
+        ("one short", "expected 6 new ids, got 5"),
+    ],
+)
+def test_the_generation_checker_names_each_wrong_loop(slip, message, capsys):
+    ok, out = run(C.check_generate, _gen(slip=slip), capsys)
+    assert ok is False and message in out, out
+
+
+def test_the_generation_checker_passes_a_right_loop_and_names_an_unwritten_helper(capsys):
+    ok, out = run(C.check_generate, _gen(), capsys)
+    assert ok, out
+
+    def my_next_token(logits):
+        raise NotImplementedError
+
+    def my_generate(f, weights, cfg, prompt_ids, n_new, temperature=0.0, top_k=None, seed=0):
+        logits, _ = decoder_forward(f, weights, cfg, prompt_ids)
+        return [my_next_token(logits)], logits
+
+    ok, out = run(C.check_generate, my_generate, capsys)
+    assert out == (
+        "Not attempted yet: write my_next_token (my_generate calls it) above, then run this cell\n"
+    )
+
+
+def test_not_attempted_names_the_unwritten_helper_not_the_written_function(capsys):
+    def my_repeat_kv(x, n_rep):
+        raise NotImplementedError  # not pasted yet
+
+    def my_attention(q, k, v, mask):
+        n = q.shape[1] // k.shape[1]
+        k, v = my_repeat_kv(k, n), my_repeat_kv(v, n)
+        return S.solution_gqa_attention(q, k, v, mask)
+
+    ok, out = run(C.check_gqa_attention, my_attention, capsys)
+    assert out == (
+        "Not attempted yet: write my_repeat_kv (my_attention calls it) above, then run this cell\n"
+    )
+    f = C.use_pieces(attention=my_attention)
+    out = capsys.readouterr().out
+    assert f.attention is S.solution_gqa_attention
+    assert "attention (my_repeat_kv (my_attention calls it) unfinished)" in out, out
+
+
+def test_a_piece_its_check_rejects_is_never_used_silently(capsys):
+    f = C.use_pieces(rms_norm=eps_outside, swiglu=S.solution_swiglu)
+    out = capsys.readouterr().out
+    assert f.rms_norm is eps_outside  # used, so that the debugger can find it, and said so
+    assert "your pieces: rms_norm, swiglu\n" in out
+    assert (
+        "used although its check rejects it: rms_norm (check_rms_norm said Not yet: eps outside "
+        "the root: x / sqrt(mean(x^2) + eps)" in out
+    ), out
+    assert "swiglu (check_swiglu" not in out
+
+    def my_perplexity(logits, ids):  # no shift: scores each token with its own logits
+        logp = torch.log_softmax(logits, -1)
+        return torch.exp(-logp.gather(-1, ids[:, None]).mean())
+
+    chosen = C.yours_or_course(my_perplexity, solution_perplexity, E.check_perplexity)
+    out = capsys.readouterr().out
+    assert chosen is solution_perplexity
+    assert out.startswith(
+        "using the course's solution_perplexity: check_perplexity says of your my_perplexity: "
+        "Not yet: the logits at position t predict the NEXT token"
+    ), out
+    assert C.yours_or_course(solution_perplexity, my_perplexity, E.check_perplexity) is (
+        solution_perplexity
+    )
+    assert capsys.readouterr().out == (
+        "using your solution_perplexity (it passes check_perplexity)\n"
+    )
+
+    def my_stub(logits, ids):
+        raise NotImplementedError
+
+    assert C.yours_or_course(my_stub, solution_perplexity, E.check_perplexity) is (
+        solution_perplexity
+    )
+    assert "Not attempted yet: my_stub is unfinished" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="mine: expected a function, got int"):
+        C.yours_or_course(3, solution_perplexity, E.check_perplexity)

@@ -10,9 +10,16 @@ subtracted) instead of RMSNorm", "kv heads tiled instead of repeated in place", 
 The layer, block and output layer are checked with the course's pieces as `f`, so a slip in
 one of your other pieces does not show up as one in them.
 
+The last exercise, `check_generate`, checks the learner's cached generation loop token for
+token against a loop that reruns the whole text, and names the usual wrong loops.
+
 `use_pieces(rms_norm=my_rms_norm, ...)` builds the model's Pieces from the learner's functions,
 putting the course's solution in place of each one that is unfinished (still raises
-NotImplementedError) or crashes on a small input, and says which.
+NotImplementedError, itself or in a helper it calls) or crashes on a small input, and says
+which; a piece that runs but that its check rejects is used, and the verdict printed beside it.
+`yours_or_course(mine, course, check)` takes the learner's function only if its check passes
+(the perplexity, the generation loop), and says which it took. "Not attempted yet" names the
+unwritten helper (my_repeat_kv) when the function checked is written but calls it.
 
 Reference solutions are in `attention.exercises.solution_capstone`.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,18 +39,20 @@ from ..models.pretrained.compare import (
     SLIPS,
     Pieces,
     attention_slips,
+    decoder_forward,
     mask_slips,
     rms_norm_slips,
     rope_slips,
     swiglu_slips,
 )
+from ..models.pretrained.generate import sample_next
 from ..models.pretrained.smollm2 import SmolLM2Config
+from . import _checking
 from . import solution_capstone as S
 from ._checking import (
     NotAttempted,
     Wrong,
     attempt,
-    call,
     checker,
     close,
     compare,
@@ -55,6 +65,7 @@ __all__ = [
     "check_attention_layer",
     "check_cached_causal_mask",
     "check_decoder_block",
+    "check_generate",
     "check_gqa_attention",
     "check_output_layer",
     "check_rms_norm",
@@ -72,6 +83,34 @@ LAYER_HINT = (
     "; take the sizes from cfg (cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.rope_base, "
     "cfg.norm_eps) and the other pieces from f (f.rope, f.attention, f.causal_mask, ...)"
 )
+
+
+_LIBRARY = (str(Path(torch.__file__).parent), str(Path(__file__).parents[1]))
+
+
+def _unwritten(exc: NotAttempted, fn: Callable[..., Any]) -> str:
+    """The function whose `raise NotImplementedError` stopped fn: fn itself, or a helper of
+    yours it calls ("my_repeat_kv (my_attention calls it)")."""
+    error = exc.__context__
+    tb = error.__traceback__ if error is not None else None
+    innermost = None
+    while tb is not None:  # the last frame of your code: torch's and the course's are skipped
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_LIBRARY) and not code.co_name.startswith("<"):
+            innermost = code.co_name
+        tb = tb.tb_next
+    outer = _checking.name_of(fn)
+    if innermost is None or innermost == outer:
+        return str(exc)
+    return f"{innermost} ({outer} calls it)"
+
+
+def call(fn: Callable[..., Any], *args: Any, hint: str = "") -> Any:
+    """The kit's call, naming the unfinished helper when fn is written but calls a stub."""
+    try:
+        return _checking.call(fn, *args, hint=hint)
+    except NotAttempted as exc:
+        raise NotAttempted(_unwritten(exc, fn)) from None
 
 
 def _named(slips: list) -> list[tuple[Any, str]]:
@@ -347,6 +386,158 @@ def check_output_layer(fn: Callable[..., Tensor]) -> None:
     compare(got, want, mistakes, what=f"logits of x {tuple(x.shape)}")
 
 
+# --- your own cached generation loop ------------------------------------------------------------
+
+# a SmolLM2 in miniature with a vocabulary big enough for greedy runs that do not repeat
+TINY = SmolLM2Config(
+    vocab_size=40, d_model=24, n_layers=2, n_heads=6, d_ff=16, n_kv_heads=2, rope_base=10000.0
+)
+PROMPTS = ((3, 17, 5, 29, 11), (7,), (2, 9, 33))  # a few prompts, one of a single token
+N_NEW = 6
+
+# how each known wrong loop goes, and what to do instead
+LOOP_SLIPS = {
+    "whole sequence again": "with the cache, feed only the new token: decoder_forward(f, weights, "
+    "cfg, nxt[:, None], cache); the cache holds every earlier token already, and feeding them "
+    "again puts them in twice, at later positions",
+    "cache not passed": "pass the cache to decoder_forward: without it each step sees only its own "
+    "new token, and the prompt is forgotten",
+    "cache not kept": "keep the cache each call returns (logits, cache = decoder_forward(..., "
+    "cache)): with the prompt's cache alone each new token sees none of the tokens generated "
+    "before it, and every one of them sits at the same position",
+    "new token not fed": "feed the token you just picked (nxt[:, None]), not the prompt's last "
+    "token again: the next step sees only what goes into the model",
+    "last prompt token twice": "off by one: the prompt's last logits already predict the first "
+    "new token, so pick it from them; feeding the prompt's last token again puts it in the cache "
+    "twice and moves every later token one position on",
+    "first position": "off by one: pick from the logits at the LAST position (logits[:, -1]), "
+    "the prediction after the whole prompt; logits[:, 0] predicts the prompt's second token",
+    "generator every step": "make one generator before the loop (torch.Generator()."
+    "manual_seed(seed)) and pass it to sample_next at every step: a fresh one each step repeats "
+    "the same random draw",
+    "greedy always": "pass temperature and top_k to sample_next: your sampled run is the greedy "
+    "one",
+}
+
+
+def _tiny_weights() -> dict[str, Tensor]:
+    g = torch.Generator().manual_seed(171)  # a seed where every slip in LOOP_SLIPS shows
+    cfg = TINY
+    weights = {
+        "embed": randn(g, cfg.vocab_size, cfg.d_model, scale=0.5),
+        "norm": 1 + randn(g, cfg.d_model, scale=0.2),
+    }
+    for i in range(cfg.n_layers):
+        block = _layer_weights(g, cfg)
+        block["w_o"] = block["w_o"] * 8  # loud blocks: the next token is not the last one again
+        block["w_down"] = block["w_down"] * 8
+        weights |= {f"blocks.{i}.{k}": w for k, w in block.items()}
+    return weights
+
+
+def _loop(weights, cfg, prompt, n_new, *, slip="", temperature=0.0, top_k=None, seed=0):
+    """The course's cached loop on the course's pieces, with one known slip switched on."""
+    f = COURSE
+    g = torch.Generator().manual_seed(seed)
+    logits, cache = decoder_forward(f, weights, cfg, prompt)  # (1, T, V)
+    if slip == "last prompt token twice":
+        logits, cache = decoder_forward(f, weights, cfg, prompt[:, -1:], cache)
+    ids, new, chosen_by = prompt, [], []
+    for step in range(n_new):
+        last = logits[:, 0] if slip == "first position" and step == 0 else logits[:, -1]
+        if slip == "generator every step":
+            g = torch.Generator().manual_seed(seed)
+        t = 0.0 if slip == "greedy always" else temperature
+        nxt = sample_next(last, temperature=t, top_k=None if t == 0 else top_k, generator=g)
+        new.append(int(nxt))
+        chosen_by.append(last)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        if slip == "whole sequence again":
+            logits, cache = decoder_forward(f, weights, cfg, ids, cache)
+        elif slip == "cache not passed":
+            logits, _ = decoder_forward(f, weights, cfg, nxt[:, None])
+        elif slip == "cache not kept":
+            logits, _ = decoder_forward(f, weights, cfg, nxt[:, None], cache)
+        elif slip == "new token not fed":
+            logits, cache = decoder_forward(f, weights, cfg, prompt[:, -1:], cache)
+        else:
+            logits, cache = decoder_forward(f, weights, cfg, nxt[:, None], cache)
+    return new, torch.stack(chosen_by, dim=1)
+
+
+def _uncached(weights, cfg, prompt, n_new, *, temperature=0.0, top_k=None, seed=0):
+    """The reference: every step reruns the whole text without a cache."""
+    g = torch.Generator().manual_seed(seed)
+    ids, new, chosen_by = prompt, [], []
+    for _ in range(n_new):
+        last = decoder_forward(COURSE, weights, cfg, ids)[0][:, -1]  # (1, V)
+        nxt = sample_next(last, temperature=temperature, top_k=top_k, generator=g)
+        new.append(int(nxt))
+        chosen_by.append(last)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+    return new, torch.stack(chosen_by, dim=1)
+
+
+def _as_ids(got: Any, what: str) -> list[int]:
+    if isinstance(got, Tensor) and got.dim() <= 2 and not got.is_floating_point():
+        got = got.reshape(-1).tolist()
+    if not isinstance(got, (list, tuple)) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in got
+    ):
+        raise Wrong(f"{what}: the new ids should be a list of ints, got {type(got).__name__}")
+    return list(got)
+
+
+@checker(
+    "the prompt once, then one new token per step with the cache: the uncached model's tokens."
+)
+def check_generate(fn: Callable[..., tuple]) -> None:
+    """Check fn(f, weights, cfg, prompt_ids (1, T), n_new, temperature=0.0, top_k=None, seed=0)
+    -> (new ids: a list of n_new ints, logits (1, n_new, V): the logits each was picked from).
+
+    Run with the course's pieces as f on a small SmolLM2 (2 blocks, a vocabulary of 40),
+    greedy on three prompts, then sampled (temperature 0.8, top_k 5, seed 3); compared token for
+    token with a loop that reruns the whole text without a cache at every step.
+    """
+    cfg, weights = TINY, _tiny_weights()
+    runs = [(prompt, {}) for prompt in PROMPTS]
+    runs.append((PROMPTS[0], {"temperature": 0.8, "top_k": 5, "seed": 3}))
+    for prompt, kw in runs:
+        ids = torch.tensor([prompt])
+        sampled = f", temperature {kw['temperature']}, top_k {kw['top_k']}" if kw else ""
+        what = f"prompt {list(prompt)}, {N_NEW} new tokens{sampled}"
+        want_ids, want_logits = _uncached(weights, cfg, ids, N_NEW, **kw)
+        args = (kw.get("temperature", 0.0), kw.get("top_k"), kw.get("seed", 0))
+        got = _pair(call(fn, COURSE, weights, cfg, ids, N_NEW, *args), "new ids, logits")
+        got_ids = _as_ids(got[0], what)
+        if len(got_ids) != N_NEW:
+            raise Wrong(f"{what}: expected {N_NEW} new ids, got {len(got_ids)}: one per step")
+        if got_ids != want_ids:
+            sampling = ("generator every step", "greedy always")  # slips only sampling shows
+            slips = [s for s in LOOP_SLIPS if (s in sampling) == bool(kw)]
+            for slip in slips:
+                if _loop(weights, cfg, ids, N_NEW, slip=slip, **kw)[0] == got_ids:
+                    raise Wrong(f"{what}: {LOOP_SLIPS[slip]}", named=True)
+            first = next(
+                i for i, (a, b) in enumerate(zip(got_ids, want_ids, strict=True)) if a != b
+            )
+            raise Wrong(
+                f"{what}: new token {first} is {got_ids[first]}, expected {want_ids[first]} "
+                f"(expected ids {want_ids}, got {got_ids})"
+            )
+        whole = torch.tensor([prompt + tuple(want_ids)])  # (1, T + n_new)
+        after = decoder_forward(COURSE, weights, cfg, whole)[0][:, -1:]  # after the last new one
+        shifted = torch.cat([want_logits[:, 1:], after], dim=1)  # (1, n_new, V), a step late
+        mistakes = [
+            (
+                shifted,
+                "return the logits each token was picked from: step i's are those after the "
+                "prompt and the first i new tokens (yours are one step later)",
+            )
+        ]
+        compare(got[1], want_logits, mistakes, what=f"the logits, {what}", atol=1e-4)
+
+
 # --- the model from your pieces ------------------------------------------------------------------
 
 
@@ -397,19 +588,54 @@ def _form(x: Any) -> Any:
     return type(x).__name__
 
 
+CHECKS = {
+    "rms_norm": check_rms_norm,
+    "rope": check_rope_interleaved,
+    "causal_mask": check_cached_causal_mask,
+    "attention": check_gqa_attention,
+    "swiglu": check_swiglu,
+    "attention_layer": check_attention_layer,
+    "block": check_decoder_block,
+    "output_layer": check_output_layer,
+}
+
+
+def verdict(check: Callable[..., bool], fn: Callable[..., Any]) -> str | None:
+    """None if fn passes check, else what the check says; printed and recorded nowhere (the
+    check cell above already did both)."""
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+            check.__wrapped__(fn)
+    except NotAttempted as exc:
+        return f"Not attempted yet: {exc} is unfinished"
+    except Wrong as exc:
+        return f"Not yet: {exc}"
+    except BaseException as exc:  # noqa: BLE001 - the kit's deadline, or what fn returned
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return f"Not yet: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _short(message: str, width: int = 150) -> str:
+    return message if len(message) <= width else message[: width - 3] + "..."
+
+
 def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
     """Your model's Pieces: each of your functions that runs, the course's solution for the rest.
 
     mine: rms_norm=my_rms_norm, rope=..., causal_mask=..., attention=..., swiglu=...,
     attention_layer=..., block=..., output_layer=... (a piece left out is the course's). Each
-    is tried once on a small input: one that raises NotImplementedError (unfinished), any other
-    error, or other shapes than the course's gives, is replaced by the course's solution.
-    Prints which pieces are yours and which the course's, unless quiet.
+    is tried once on a small input: one that raises NotImplementedError (unfinished, or calling
+    a helper that is), any other error, or other shapes than the course's gives, is replaced by
+    the course's solution. One that runs is used even when its check rejects it, so that the
+    model and the debugger show what it changes; the rejection is printed with it. Prints
+    which pieces are yours and which the course's, unless quiet.
     """
     unknown = sorted(set(mine) - set(SOLUTIONS))
     if unknown:
         raise ValueError(f"unknown pieces {unknown}; expected some of {list(SOLUTIONS)}")
-    chosen, yours, course = {}, [], []
+    chosen, yours, course, rejected = {}, [], [], []
     for name, solution in SOLUTIONS.items():
         fn = mine.get(name)
         if fn is None:
@@ -420,16 +646,20 @@ def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
             raise TypeError(f"{name}: expected a function, got {type(fn).__name__}")
         try:
             got, error = attempt(fn, *_probe_args(name))
-        except NotAttempted:
-            got, error = None, NotImplementedError()
+        except NotAttempted as exc:
+            got, error = None, NotImplementedError(_unwritten(exc, fn))
         want = _form(solution(*_probe_args(name)))
         if error is None and _form(got) == want:
             chosen[name] = fn
             yours.append(name)
+            why = verdict(CHECKS[name], fn)
+            if why is not None:
+                rejected.append(f"{name} ({CHECKS[name].__name__} said {_short(why)})")
             continue
         chosen[name] = solution
         if isinstance(error, NotImplementedError):
-            course.append(f"{name} (unfinished)")
+            stub = str(error) if str(error) else _checking.name_of(fn)
+            course.append(f"{name} ({stub} unfinished)")
         elif error is not None:
             course.append(f"{name} ({type(error).__name__} on a small input: {error})")
         else:
@@ -437,20 +667,29 @@ def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
     if not quiet:
         print("your pieces:", ", ".join(yours) if yours else "none yet")
         print("the course's solutions for:", "; ".join(course) if course else "none")
+        for line in rejected:
+            print(f"used although its check rejects it: {line}")
+        if rejected:
+            print(
+                "  (the model below runs them as you wrote them; section 6 finds what they change)"
+            )
     return Pieces(**chosen)
 
 
-def yours_or_course(mine: Callable[..., Any], course: Callable[..., Any], *probe: Any) -> Callable:
-    """mine if it runs on the probe arguments, else course (and say so): for a function from an
-    earlier lesson that the model needs, such as perplexity."""
+def yours_or_course(
+    mine: Callable[..., Any], course: Callable[..., Any], check: Callable[..., bool]
+) -> Callable:
+    """mine if its check passes, else course, and say why: for a function from an earlier
+    lesson (perplexity) or the loop that generates; a function its check rejected is never used
+    silently."""
     if not callable(mine):
         raise TypeError(f"mine: expected a function, got {type(mine).__name__}")
-    try:
-        _, error = attempt(mine, *probe)
-    except NotAttempted:
-        error = NotImplementedError()
-    if error is None:
+    why = verdict(check, mine)
+    if why is None:
+        print(f"using your {_checking.name_of(mine)} (it passes {check.__name__})")
         return mine
-    why = "is unfinished" if isinstance(error, NotImplementedError) else f"raised {error!r}"
-    print(f"{getattr(mine, '__name__', 'yours')} {why}: using the course's {course.__name__}")
+    print(
+        f"using the course's {course.__name__}: {check.__name__} says of your "
+        f"{_checking.name_of(mine)}: {_short(why)}"
+    )
     return course

@@ -2,13 +2,17 @@
 
 Each lesson shows the same code in a hidden cell tagged `solution`;
 tests/test_solution_copies.py keeps the two equal. The layer, the block and the output layer
-call the other pieces through `f` (a Pieces: yours, or the course's where yours is unfinished).
+call the other pieces through `f` (a Pieces: yours, or the course's where yours is unfinished);
+the generation loop runs `decoder_forward` with a cache and picks each token with `sample_next`.
 """
 
 import math
 
 import torch
 import torch.nn.functional as F
+
+from ..models.pretrained.compare import decoder_forward
+from ..models.pretrained.generate import sample_next
 
 
 def solution_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -80,3 +84,17 @@ def solution_decoder_block(x, w, past, cfg, f):
 def solution_output_layer(x, weights, cfg, f):
     x = f.rms_norm(x, weights["norm"], cfg.norm_eps)  # the final norm
     return x @ weights["embed"].T  # (B, T, V): tied, the embedding matrix is the output layer
+
+
+def solution_generate(f, weights, cfg, prompt_ids, n_new, temperature=0.0, top_k=None, seed=0):
+    g = torch.Generator().manual_seed(seed)  # one generator for the whole loop
+    logits, cache = decoder_forward(f, weights, cfg, prompt_ids)  # (1, T, V): the prompt, once
+    new, chosen_by = [], []
+    for i in range(n_new):
+        last = logits[:, -1]  # (1, V) the prediction after everything read so far
+        nxt = sample_next(last, temperature=temperature, top_k=top_k, generator=g)  # (1,)
+        new.append(int(nxt))
+        chosen_by.append(last)
+        if i + 1 < n_new:  # feed only the new token: the cache holds all the others
+            logits, cache = decoder_forward(f, weights, cfg, nxt[:, None], cache)  # (1, 1, V)
+    return new, torch.stack(chosen_by, dim=1)  # n_new ids, (1, n_new, V) the logits behind them

@@ -2,12 +2,16 @@
 
 Your model is eight functions, a `Pieces` (signatures below); `decoder_forward` runs them on
 SmolLM2's weights (`plain_weights`). `compare(f, model, ids)` runs your pieces and the course's
-model on the same ids, records every step of every layer as it runs, and reports the first
-step whose largest difference exceeds the tolerance, with its size, and the slips that would
-give what your code gave there (each known slip is tried on your own inputs to that step):
+model on the same ids and records every call of every piece. It then gives each call's own
+inputs to the course's piece, in the order the forward pass made the calls, and reports the
+first call whose result really differs (beyond the tolerance, or by less when a known slip of
+that piece accounts for the difference): its layer and step, its size, and the slip (each known
+slip is tried on your own inputs). A difference that only grows out of an earlier one is not
+reported, nor float rounding, and only slips of the piece that differs are suggested:
 
     report = compare(my_pieces, model, ids)
     print(report)      # first difference: layer 0, step 'mask' (whole text): 12 entries differ
+                       #   in your causal_mask: given the same inputs, the course's ...
                        #   matches: the causal mask off by one (the diagonal excluded): ...
 
 The steps of block i, in the order the forward pass reaches them:
@@ -22,8 +26,10 @@ The steps of block i, in the order the forward pass reaches them:
     attn_out    (B, T, M)        the heads merged and projected by w_o
     resid_mid   (B, T, M)        x + attn_out
     ffn_norm, ffn, resid_post    rms_norm(resid_mid, ffn_norm), SwiGLU of it, resid_mid + ffn
-then `logits` (B, T, V). The course's side comes from the model's own results (out.layers[i]:
-q_raw, k_raw, q, k, v, weights, heads; out.hidden_states) and its modules. Two runs are compared:
+then `logits` (B, T, V). Where the piece that differs is the layer or the block (their own code,
+not a piece they call), the step is the first whose value differs from the course model's, taken
+from its own results (out.layers[i]: q_raw, k_raw, q, k, v, weights, heads; out.hidden_states)
+and its modules. Two runs are compared:
 the whole text at once, then (if that agrees) the text read in two calls with the cache, where
 positions and masks must continue after the cached tokens.
 """
@@ -357,6 +363,7 @@ class _Recorder:
         self.calls: list[_Call] = []
         self.layer = -1
         self.n_layers = n_layers
+        self.plain = f  # the pieces unrecorded: what the course's code calls when it re-runs one
         wrapped = {
             field.name: self._wrap(field.name, getattr(f, field.name))
             for field in dataclasses.fields(Pieces)
@@ -376,9 +383,12 @@ class _Recorder:
                 raise
             except Exception as exc:  # noqa: BLE001 - reported with where it happened
                 where = "the output layer" if layer >= self.n_layers else f"layer {layer}"
-                raise PieceError(
-                    f"{where}: your {name} raised {type(exc).__name__}: {exc}"
-                ) from exc
+                whose = (
+                    f"the course's {name} raised, on what your pieces gave it,"
+                    if _is_course(name, fn)
+                    else f"your {name} raised"
+                )
+                raise PieceError(f"{where}: {whose} {type(exc).__name__}: {exc}") from exc
             if name in PAIRS and _pair(result) is None:
                 where = "the output layer" if layer >= self.n_layers else f"layer {layer}"
                 raise PieceError(
@@ -393,6 +403,12 @@ class _Recorder:
 
     def of(self, layer: int, piece: str) -> list[_Call]:
         return [c for c in self.calls if c.layer == layer and c.piece == piece]
+
+
+def _is_course(name: str, fn: Callable[..., Any]) -> bool:
+    """fn is the course's piece: COURSE's, or the reference solution use_pieces puts in."""
+    module = getattr(fn, "__module__", "")
+    return fn is getattr(COURSE, name) or module == "attention.exercises.solution_capstone"
 
 
 def _learner_steps(rec: _Recorder, i: int, cfg: SmolLM2Config) -> dict[str, Any]:
@@ -471,8 +487,12 @@ def _course_steps(model: SmolLM2, out: Any, i: int, past: int) -> dict[str, Tens
 
 @dataclass(frozen=True)
 class Gap:
-    """The first step where the learner's value and the course's differ by more than the
-    tolerance: max |got - want| > tol * max(1, max |want|)."""
+    """The first step where the learner's value really differs from the course's.
+
+    For a piece that differs on its own inputs (`piece`), the sizes compare its result with
+    the course's piece on those same inputs; otherwise they compare the step's value with the
+    course model's: max |got - want| > tol * max(1, max |want|).
+    """
 
     run: str  # "whole text" or "with the cache"
     layer: int | None  # None for the logits
@@ -481,12 +501,13 @@ class Gap:
     scale: float  # the largest |want|
     where: tuple[int, ...]  # index of the largest difference
     detail: str  # e.g. "expected shape (1, 9, 5, 64), got (1, 9, 64, 5)"
+    piece: str | None = None  # the piece whose own result differs, None if none does
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """What compare found: the first gap (None: the two agree everywhere), the slips whose
-    result equals the learner's at that step, and the slips that usually first show there."""
+    """What compare found: the first real difference (None: the two agree everywhere), the
+    slips that account for it, and the usual slips of the piece it is in."""
 
     first: Gap | None
     matches: tuple[str, ...]
@@ -523,47 +544,67 @@ class Comparison:
             lines.append(f"first difference: {where} ({g.run}): {size}")
             if g.detail:
                 lines.append(f"  {g.detail}")
+            if g.piece is not None:
+                lines.append(
+                    f"  in your {g.piece}: given the same inputs, the course's {g.piece} "
+                    "returns something else (every piece before it agrees)"
+                )
+            else:
+                lines.append(
+                    "  each of your pieces, called through f, agrees with the course's on its own "
+                    "inputs: float rounding grown over the layers, or a piece of yours that calls "
+                    "another directly (my_rope(...) instead of f.rope(...)), which the debugger "
+                    "cannot watch"
+                )
         for name in self.matches:
             lines.append(f"  matches: {name}: {SLIPS[name]}")
         if not self.matches and self.suspects:
-            lines.append("  usual slips here: " + "; ".join(self.suspects))
+            lines.append(f"  usual slips in {g.piece}: " + "; ".join(self.suspects))
         return "\n".join(lines)
 
 
-SUSPECTS = {
-    "resid_pre": ("the embedding: x = weights['embed'][ids]",),
-    "attn_norm": (
+SUSPECTS = {  # by piece: shown when no known slip accounts for the difference
+    "rms_norm": (
         "LayerNorm (mean subtracted) instead of RMSNorm",
         "eps outside the root",
         "the norm over the wrong axis",
+        "the norm's weight forgotten",
     ),
-    "q": ("x @ w_q, split with view(B, T, H, D).transpose(1, 2)",),
-    "k": ("x @ w_k, split with view(B, T, Hkv, D).transpose(1, 2)",),
-    "q_rope": ("the other RoPE layout (halves)", "positions restarting at 0 after the cache"),
-    "k_rope": ("the other RoPE layout (halves)", "positions restarting at 0 after the cache"),
-    "v": ("RoPE applied to v",),
-    "mask": (
+    "rope": (
+        "the other RoPE layout (halves)",
+        "RoPE turned the wrong way",
+        "RoPE frequencies with i instead of 2i",
+    ),
+    "causal_mask": (
         "the causal mask off by one (the diagonal excluded)",
         "the causal mask off by one (one future key)",
         "the mask ignores the cache",
     ),
-    "weights": (
+    "attention": (
         "kv heads tiled instead of repeated in place",
         "scale 1/sqrt(d_model) instead of 1/sqrt(d_head)",
         "the mask not applied",
     ),
-    "heads": ("kv heads tiled instead of repeated in place", "output = weights @ v"),
-    "attn_out": ("heads merged without transpose(1, 2)", "w_o forgotten"),
-    "resid_mid": ("the residual forgotten",),
-    "ffn_norm": ("the norm's input is x + attention(...), with the ffn_norm weight",),
-    "ffn": (
+    "swiglu": (
         "gate and up swapped (SiLU on the wrong branch)",
         "ReLU instead of SiLU",
         "GELU instead of SiLU",
     ),
-    "resid_post": ("the residual forgotten",),
-    "logits": ("the final norm forgotten", "the output layer not tied"),
+    "attention_layer": (
+        "positions restarting at 0 after the cache",
+        "RoPE applied to v",
+        "heads merged without transpose(1, 2)",
+        "w_o forgotten",
+    ),
+    "block": (
+        "the residual forgotten",
+        "each half's norm reads its input: x + attention(rms_norm(x)), not rms_norm after the "
+        "residual; the second norm uses w['ffn_norm']",
+    ),
+    "output_layer": ("the final norm forgotten", "the output layer not tied"),
 }
+LEAVES = ("rms_norm", "rope", "causal_mask", "attention", "swiglu")  # call no other piece
+COMPOSITE_STEP = {"attention_layer": "attn_out", "block": "resid_post", "output_layer": "logits"}
 
 
 def _gap(got: Any, want: Tensor, tol: float) -> tuple[float, float, tuple[int, ...], str] | None:
@@ -590,55 +631,138 @@ def _gap(got: Any, want: Tensor, tol: float) -> tuple[float, float, tuple[int, .
     return largest, scale, where, ""
 
 
-def _same(a: Any, b: Any) -> bool:
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.shape != b.shape:
+def _max_diff(a: Tensor, b: Tensor) -> float:
+    d = (a.detach().double() - b.detach().double()).abs()
+    return float(torch.nan_to_num(d, nan=math.inf).max()) if d.numel() else 0.0
+
+
+def _explains(got: Any, wrong: Any, want: Any, tol: float = 1e-3) -> bool:
+    """A slip's result `wrong` accounts for got: got is within tol of it and a hundred times
+    closer to it than to the right result `want` (so a slip that changes little, like eps
+    outside the root on large vectors, is never named where got is simply right)."""
+    if not isinstance(got, Tensor) or not isinstance(wrong, Tensor) or got.shape != wrong.shape:
         return False
-    if a.dtype == torch.bool or b.dtype == torch.bool:
-        return a.dtype == b.dtype and bool(torch.equal(a, b))
-    scale = max(1.0, float(b.abs().max())) if b.numel() else 1.0
-    return bool(((a.double() - b.double()).abs() <= 1e-3 * scale).all())
+    if got.dtype == torch.bool or wrong.dtype == torch.bool:
+        return got.dtype == wrong.dtype and bool(torch.equal(got, wrong))
+    scale = max(1.0, float(wrong.abs().max())) if wrong.numel() else 1.0
+    d_wrong = _max_diff(got, wrong)
+    if not isinstance(want, Tensor) or want.shape != got.shape or want.dtype == torch.bool:
+        return d_wrong <= tol * scale
+    return d_wrong <= min(tol * scale, 0.01 * _max_diff(got, want))
+
+
+def _parts(result: Any, piece: str) -> list[tuple[str, Any]]:
+    """The tensors a piece returns, in the order they are compared."""
+    pair = _pair(result) if piece in PAIRS else None
+    if piece == "attention" and pair is not None:
+        return [("weights", pair[1]), ("heads", pair[0])]
+    if pair is not None:
+        kv = _pair(pair[1]) or (pair[1], None)
+        return [("output", pair[0]), ("k", kv[0]), ("v", kv[1])]
+    return [("output", result)]
+
+
+def _leaf_slips(call: _Call) -> list[tuple[str, Any]]:
+    """(name, what the slip returns) for a leaf piece's call, on the call's own inputs."""
+    if call.piece == "rms_norm":
+        return rms_norm_slips(*call.args)
+    if call.piece == "rope":
+        return rope_slips(*call.args)
+    if call.piece == "causal_mask":
+        return mask_slips(*call.args)
+    if call.piece == "swiglu":
+        return swiglu_slips(*call.args)
+    return [(name, (out, w)) for name, (out, w) in attention_slips(*call.args)]
+
+
+def _local_gap(call: _Call, plain: Pieces, tol: float) -> tuple[str, tuple, list[str]] | None:
+    """Does this call's result really differ from the course's piece on the same inputs?
+
+    A leaf is compared with the course's leaf; the layer, the block and the output layer with
+    the course's code calling your other pieces (so only their own code is judged).
+    Returns (the part that differs, its gap, the slips that account for it) or None: None
+    when the difference is within tol of the largest value and no known slip accounts for it.
+    """
+    fn = getattr(COURSE, call.piece)
+    args = call.args if call.piece in LEAVES else (*call.args[:-1], plain)
+    try:
+        want = fn(*args)
+    except Exception:  # noqa: BLE001 - odd inputs: the piece that made them is judged instead
+        return None
+    got_parts, want_parts = _parts(call.result, call.piece), _parts(want, call.piece)
+    slips = []
+    if call.piece in LEAVES:
+        try:  # naming the slip is best effort: odd inputs may not fit a variant
+            slips = [(n, _parts(w, call.piece)) for n, w in _leaf_slips(call)]
+        except Exception:  # noqa: BLE001
+            slips = []
+    found = list(  # the slips whose every part accounts for yours
+        dict.fromkeys(
+            n
+            for n, w in slips
+            if all(
+                _explains(g, x, r)
+                for (_, g), (_, x), (_, r) in zip(got_parts, w, want_parts, strict=False)
+            )
+        )
+    )
+    for (part, got), (_, right) in zip(got_parts, want_parts, strict=False):
+        if right is None:
+            continue
+        gap = _gap(got, right, tol)
+        comparable = (
+            isinstance(got, Tensor) and isinstance(right, Tensor) and got.shape == right.shape
+        )
+        if gap is None and found and comparable and _max_diff(got, right) > 0:
+            diff = (got.detach().double() - right.double()).abs()  # small, but a slip's
+            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+            gap = (_max_diff(got, right), float(right.abs().max()), where, "")
+        if gap is not None:
+            return part, gap, found
+    return None
+
+
+def _step_of(call: _Call, rec: _Recorder, part: str, cfg: SmolLM2Config) -> tuple[int | None, str]:
+    """The layer and step a leaf's call computes."""
+    if call.layer >= rec.n_layers:
+        return None, "logits"
+    if call.piece == "rms_norm":
+        norms = rec.of(call.layer, "rms_norm")
+        first = next(j for j, c in enumerate(norms) if c is call)
+        return call.layer, "attn_norm" if first == 0 else "ffn_norm"
+    if call.piece == "rope":
+        return call.layer, "q_rope" if _heads(call.args[0]) == cfg.n_heads else "k_rope"
+    if call.piece == "causal_mask":
+        return call.layer, "mask"
+    if call.piece == "attention":
+        return call.layer, part
+    return call.layer, "ffn"
 
 
 def _matches(
     rec: _Recorder, cfg: SmolLM2Config, i: int, step: str, steps: dict, want: dict, past: int
 ) -> list[str]:
-    """The known slips that give exactly what the learner's code gave at this step."""
+    """The known slips of a layer's or a block's own code that account for this step."""
     found: list[str] = []
     got = steps.get(step)
 
-    def test(candidates: list, value: Any) -> None:
+    def test(candidates: list, value: Any, right: Any) -> None:
         for name, wrong in candidates:
-            if name not in found and _same(value, wrong):
+            if name not in found and _explains(value, wrong, right):
                 found.append(name)
 
-    norms, ropes = rec.of(i, "rms_norm"), rec.of(i, "rope")
-    if step in ("attn_norm", "ffn_norm"):
-        for c in norms:
-            test(rms_norm_slips(*c.args), c.result)
-    elif step in ("q_rope", "k_rope"):
-        for c in ropes:
-            positions = c.args[1]
-            restarted = isinstance(positions, Tensor) and past and int(positions[0]) == 0
-            if restarted and "positions restarting at 0 after the cache" not in found:
-                found.append("positions restarting at 0 after the cache")
-            test(rope_slips(*c.args), c.result)
+    ropes = rec.of(i, "rope")
+    if step in ("q_rope", "k_rope"):
+        positions = ropes[0].args[1] if ropes else None
+        if isinstance(positions, Tensor) and past and int(positions[0]) == 0:
+            found.append("positions restarting at 0 after the cache")
     elif step == "v" and isinstance(got, Tensor) and got.shape == want["v"].shape:
         t = want["k"].shape[2]
         positions = torch.arange(past, past + t)
         new = want["v"][:, :, -t:]  # the course's values of this call's tokens
-        test([("RoPE applied to v", _rope(new, positions, cfg.rope_base))], got[:, :, -t:])
+        test([("RoPE applied to v", _rope(new, positions, cfg.rope_base))], got[:, :, -t:], new)
         if "RoPE applied to v" not in found and len(ropes) > 2:
             found.append("RoPE applied to v")
-    elif step == "mask" and isinstance(got, Tensor):
-        test(mask_slips(got.shape[0], got.shape[-1] - got.shape[0]), got)
-    elif step in ("weights", "heads"):
-        for c in rec.of(i, "attention"):
-            result = _pair(c.result)
-            if result is None:
-                continue
-            for name, (output, weights) in attention_slips(*c.args):
-                if name not in found and _same(result[1], weights) and _same(result[0], output):
-                    found.append(name)
     elif step == "attn_out" and "heads" in steps:
         heads = steps["heads"]
         b, h, t, d = heads.shape
@@ -649,63 +773,107 @@ def _matches(
                 ("w_o forgotten", merge_heads(heads)),
             ],
             got,
+            want[step],
         )
     elif step == "resid_mid" and "attn_out" in steps:
-        test([("the residual forgotten", steps["attn_out"])], got)
-    elif step == "ffn":
-        for c in rec.of(i, "swiglu"):
-            test(swiglu_slips(*c.args), c.result)
+        test([("the residual forgotten", steps["attn_out"])], got, want[step])
     elif step == "resid_post" and "ffn" in steps:
-        test([("the residual forgotten", steps["ffn"])], got)
+        test([("the residual forgotten", steps["ffn"])], got, want[step])
     return found
 
 
-def _logit_slips(rec: _Recorder, logits: Any) -> list[str]:
-    calls = rec.of(rec.n_layers, "output_layer")
-    if not calls:
-        return []
-    x, weights, cfg, _ = calls[0].args
-    if _same(logits, x @ weights["embed"].T):
+def _logit_slips(call: _Call, plain: Pieces) -> list[str]:
+    x, weights, cfg, _ = call.args
+    if _explains(call.result, x @ weights["embed"].T, _output_layer(x, weights, cfg, COURSE)):
         return ["the final norm forgotten"]
-    if not _same(logits, _output_layer(x, weights, cfg, COURSE)):
-        return ["the output layer not tied"]  # logits not made from the embedding
+    other = dict(weights, embed=weights["embed"].roll(1, dims=0))  # another embedding
+    again = plain.output_layer(x, other, cfg, plain)
+    if isinstance(again, Tensor) and _explains(again, call.result, None, tol=1e-6):
+        return ["the output layer not tied"]  # the logits do not depend on the embedding
     return []
 
 
-def _first_gap(
-    rec: _Recorder, model: SmolLM2, out: Any, logits: Any, past: int, run: str, tol: float
-) -> tuple[Gap, list[str]] | None:
-    for i in range(model.cfg.n_layers):
-        steps = _learner_steps(rec, i, model.cfg)
-        want = _course_steps(model, out, i, past)
-        for step in STEPS:
-            if step not in steps:
-                continue
+def _in_layer(
+    rec: _Recorder, model: SmolLM2, out: Any, i: int, past: int, tol: float
+) -> tuple[str, tuple, list[str]] | None:
+    """The first step of block i whose value differs from the course model's, and its slips."""
+    steps = _learner_steps(rec, i, model.cfg)
+    want = _course_steps(model, out, i, past)
+    for step in STEPS:
+        if step in steps:
             gap = _gap(steps[step], want[step], tol)
             if gap is not None:
-                try:  # naming the slip is best effort: odd inputs may not fit a variant
+                try:
                     found = _matches(rec, model.cfg, i, step, steps, want, past)
                 except Exception:  # noqa: BLE001
                     found = []
-                return Gap(run, i, step, *gap), found
-    gap = _gap(logits, out.logits, tol)
+                return step, gap, found
+    return None
+
+
+def _first_real(
+    rec: _Recorder, model: SmolLM2, out: Any, logits: Any, past: int, run: str, tol: float
+) -> tuple[Gap, list[str], tuple[str, ...]] | None:
+    """The earliest call of a piece whose own result really differs, as (gap, slips, suspects);
+    failing that, the first step (or the logits) whose value differs from the course model's."""
+    cfg = model.cfg
+    for call in rec.calls:  # in the order they finished: a piece's inner calls come first
+        if _is_course(call.piece, getattr(rec.plain, call.piece)):
+            continue  # the course's own piece: it is the reference
+        local = _local_gap(call, rec.plain, tol)
+        if local is None:
+            continue
+        part, gap, found = local
+        suspects = SUSPECTS[call.piece]
+        if call.piece in LEAVES:
+            layer, step = _step_of(call, rec, part, cfg)
+            return Gap(run, layer, step, *gap, piece=call.piece), found, suspects
+        if call.piece == "output_layer":
+            try:
+                found = _logit_slips(call, rec.plain)
+            except Exception:  # noqa: BLE001
+                found = []
+            return Gap(run, None, "logits", *gap, piece=call.piece), found, suspects
+        inside = _in_layer(rec, model, out, call.layer, past, tol)
+        if part in ("k", "v"):  # the cache it returns: only the next call would read it
+            step, detail = (
+                ("k_rope" if part == "k" else "v"),
+                (
+                    f"in the ({part} of the) cache your {call.piece} returns for the next call: "
+                    "the cached positions first, then the new ones"
+                ),
+            )
+            gap = (*gap[:3], gap[3] or detail)
+        elif inside is not None:
+            step, gap, found = inside
+        else:
+            step = COMPOSITE_STEP[call.piece]
+        return Gap(run, call.layer, step, *gap, piece=call.piece), found, suspects
+    if logits is not None and _gap(logits, out.logits, tol) is None:
+        return None  # no piece differs and the logits agree
+    for i in range(cfg.n_layers):  # no piece differs: rounding, if anything
+        inside = _in_layer(rec, model, out, i, past, tol)
+        if inside is not None:
+            step, gap, _ = inside
+            return Gap(run, i, step, *gap), [], ()
+    gap = _gap(logits, out.logits, tol) if logits is not None else None
     if gap is not None:
-        try:
-            found = _logit_slips(rec, logits)
-        except Exception:  # noqa: BLE001
-            found = []
-        return Gap(run, None, "logits", *gap), found
+        return Gap(run, None, "logits", *gap), [], ()
     return None
 
 
 def compare(
     f: Pieces, model: SmolLM2, ids: Tensor, *, tol: float = 1e-3, split: int | None = None
 ) -> Comparison:
-    """Run f's pieces and the course's model on ids (B, T); report the first step that differs.
+    """Run f's pieces and the course's model on ids (B, T); report the first real difference.
 
     Two runs: the whole text at once; then, if that agrees, ids[:, :split] followed by the rest
     with the cache (split defaults to T - 2), which checks positions and masks after a cache.
-    A step differs when max |learner - course| > tol * max(1, max |course|).
+    Each call of each piece is compared with the course's piece on the same inputs, in the
+    order the forward pass makes them; the first whose result really differs is reported:
+    by more than tol * max(1, its largest value), or by less when a known slip accounts for the
+    difference. A difference that only grows out of an earlier one is never reported, nor is
+    float rounding. If no piece differs, the steps are compared with the course model's.
 
     Raises:
         TypeError: f is not a Pieces.
@@ -724,11 +892,12 @@ def compare(
     cfg, weights = model.cfg, plain_weights(model)
     logits_diff = None
     for run, cut in (("whole text", None), ("with the cache", split)):
-        if cut is None:
-            out, past = model(ids), 0
-        else:
-            first = model(ids[:, :cut], use_cache=True, need_weights=False)
-            out, past = model(ids[:, cut:], cache=first.cache), cut
+        with torch.no_grad():
+            if cut is None:
+                out, past = model(ids), 0
+            else:
+                first = model(ids[:, :cut], use_cache=True, need_weights=False)
+                out, past = model(ids[:, cut:], cache=first.cache), cut
         rec = _Recorder(f, cfg.n_layers)  # the call compared with `out`
         logits, error = None, None
         try:
@@ -741,14 +910,16 @@ def compare(
         except PieceError as err:
             error = str(err)
         with torch.no_grad():
-            found = _first_gap(rec, model, out, logits, past, run, tol)
+            try:
+                found = _first_real(rec, model, out, logits, past, run, tol)
+            except Exception:  # noqa: BLE001 - a piece that fails on a re-run: say where it stopped
+                found = None
         if error is not None and found is not None and found[0].layer is None:
             found = None  # the logits are missing because a piece raised: that is reported
         if cut is None and isinstance(logits, Tensor) and logits.shape == out.logits.shape:
             logits_diff = float((logits - out.logits).abs().max())
         if found is not None:
-            gap, matches = found
-            suspects = SUSPECTS.get(gap.step, ())
+            gap, matches, suspects = found
             return Comparison(gap, tuple(matches), suspects, logits_diff, error, tol)
         if error is not None:
             return Comparison(None, (), (), logits_diff, error, tol)
