@@ -647,6 +647,11 @@ class CellError:
         return f"cell {self.index + 1}: {' | '.join(self.messages)}"
 
 
+def _idle(status: str) -> bool:
+    """JupyterLab's status bar says the kernel is idle (in English, or with the Chinese UI)."""
+    return "Idle" in status or "空闲" in status
+
+
 class LabNotebook:
     """A notebook open in JupyterLab, driven through menus like a learner would."""
 
@@ -664,7 +669,7 @@ class LabNotebook:
             state="visible", timeout=SERVER_START_S * 1000
         )
         self._wait_for(
-            lambda s: s is not None and "Idle" in s["status"],
+            lambda s: s is not None and _idle(s["status"]),
             SERVER_START_S,
             "kernel idle after opening",
         )
@@ -718,7 +723,7 @@ class LabNotebook:
             nonlocal stable
             finished = (
                 state is not None
-                and "Idle" in state["status"]
+                and _idle(state["status"])
                 and not any(c["busy"] for c in state["cells"])
                 and (
                     all(c["count"] is not None for c in state["cells"])

@@ -57,6 +57,7 @@ import ipywidgets as widgets
 import traitlets as t
 
 from attention.explore import one_thread
+from attention.language import translate
 
 from ..registry import slug_of
 from ..views import CanvasView, Heatmap
@@ -65,6 +66,7 @@ from ..views.export import Exportable
 from ..views.keyboard import KeyboardGuard
 from ..views.picture import Pictured
 from ..views.style import CVD_SWAP, PALETTES, PRESENTER_ZOOM, css
+from ..views.text import localize
 from .controls import Control, compact_layout
 
 DEFAULT_EXPORT_DIR = "exports"
@@ -80,7 +82,7 @@ class ErrorArea(widgets.HTML):
         self.message = ""
 
     def show(self, exc: BaseException) -> None:
-        self.message = f"{type(exc).__name__}: {exc}"
+        self.message = f"{type(exc).__name__}: {translate(str(exc))}"
         self.value = f'<span style="color:#b00020">{html.escape(self.message)}</span>'
         self.layout.display = None
 
@@ -224,6 +226,10 @@ class Explorer(Pictured, widgets.VBox):
         values = {c.field: c.read(getattr(self, c.field)) for c in self.CONTROLS}
         return dataclasses.replace(self.start, **values, **self._derived_params())
 
+    def _data_texts(self) -> Iterable[str]:
+        """Data that the readouts show inside their text (prompts, tokens): never translated."""
+        return ()
+
     def _compute(self, params: Any) -> Any:
         raise NotImplementedError
 
@@ -254,6 +260,8 @@ class Explorer(Pictured, widgets.VBox):
                     self.params, self.result = params, result
                     self.refreshes += 1
                     self.error.clear()
+                # labels and readouts in the course's language (English: nothing happens)
+                localize(self, self._data_texts())
         finally:
             self._busy = False
 
@@ -281,7 +289,7 @@ class Explorer(Pictured, widgets.VBox):
             self.error.show(exc)
             return
         folder = paths[0].parent if paths else self.export_dir
-        self.export_status.value = html.escape(f"saved {len(paths)} files to {folder}/")
+        self.export_status.value = html.escape(translate(f"saved {len(paths)} files to {folder}/"))
 
 
 # --- presenter mode and palette for every explorer ------------------------------------------

@@ -38,6 +38,7 @@ from attention.explore.model_view import model_shape
 from ..views import Heatmap, SeriesChart
 from ..views.export import Exportable
 from ..views.style import PALETTE, css
+from ..views.text import translated
 from .base import Explorer
 from .controls import menu, set_options, slider, table_html, text
 
@@ -126,6 +127,18 @@ class PatchingExplorer(Explorer):
     def _views(self) -> dict[str, Exportable]:
         return {"layers": self.chart, "heads": self.heads}
 
+    def _data_texts(self) -> list[str]:
+        if self.result is None:
+            return []
+        pair = self.result.pair
+        good, bad = pair.answer, pair.alternative
+        return [
+            pair.clean,
+            pair.corrupted,
+            f"logit({good}) − logit({bad})",
+            f"P({good} | {good} or {bad})",
+        ]
+
 
 def _patching_html(r: PatchingExploration) -> str:
     pair, prob = r.pair, PatchingExploration.probability
@@ -213,7 +226,7 @@ class RolloutExplorer(Explorer):
         p = r.params
         self.map.set_data(
             torch.stack([r.raw, r.rollout]),
-            row_labels=[f"raw, layer {p.layer}", f"rollout 0..{p.layer}"],
+            row_labels=translated([f"raw, layer {p.layer}", f"rollout 0..{p.layer}"]),
             col_labels=list(r.tokens),
             title=f"what {r.tokens[p.query]!r} (token {p.query}) weighs",
             highlight_row=-1,
@@ -223,6 +236,8 @@ class RolloutExplorer(Explorer):
             best = row.argsort(descending=True)[:3].tolist()
             return ", ".join(f"{html.escape(r.tokens[j])} {float(row[j]):.2f}" for j in best)
 
+        self._tops = [html.unescape(top(r.raw)), html.unescape(top(r.rollout))]  # data
+
         self.readout.value = (
             f"<div>raw attention, layer {p.layer} (heads averaged): {top(r.raw)}</div>"
             f"<div>rollout through layers 0..{p.layer}: {top(r.rollout)}</div>"
@@ -230,3 +245,6 @@ class RolloutExplorer(Explorer):
 
     def _views(self) -> dict[str, Exportable]:
         return {"rows": self.map}
+
+    def _data_texts(self) -> list[str]:
+        return getattr(self, "_tops", [])

@@ -36,6 +36,7 @@ from attention.positional import alibi_slopes
 
 from ..views import Heatmap
 from ..views.style import DIVERGING_CMAP, css
+from ..views.text import translate_html
 from .base import Explorer
 from .controls import dropdown, slider
 
@@ -131,7 +132,7 @@ class MaskFunctionExplorer(Explorer):
             super().refresh()
             if hasattr(self, "_readout_html"):
                 stale = STALE if self.error.message else ""
-                self.readout.value = stale + self._readout_html
+                self.readout.value = translate_html(stale + self._readout_html)
 
     def _preset_chosen(self, change: dict) -> None:
         if change["new"] != CUSTOM and self.code.value != PRESETS[change["new"]]:

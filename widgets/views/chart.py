@@ -18,9 +18,12 @@ from typing import Any
 
 import traitlets
 
+from attention.language import language
+
 from .canvas import CanvasView
 from .style import PALETTE as PALETTE  # re-exported: the series colours explorers use
 from .style import css, esm
+from .text import Text, translated
 
 
 class SeriesChart(CanvasView):
@@ -34,9 +37,9 @@ class SeriesChart(CanvasView):
     _esm = esm("chart")
     x = traitlets.List(traitlets.Float()).tag(sync=True)
     series = traitlets.List(traitlets.Dict()).tag(sync=True)
-    title = traitlets.Unicode("").tag(sync=True)
-    x_label = traitlets.Unicode("").tag(sync=True)
-    y_label = traitlets.Unicode("").tag(sync=True)
+    title = Text("").tag(sync=True)
+    x_label = Text("").tag(sync=True)
+    y_label = Text("").tag(sync=True)
     x_range = traitlets.List(traitlets.Float()).tag(sync=True)
     y_range = traitlets.List(traitlets.Float()).tag(sync=True)
     x_log = traitlets.Bool(False).tag(sync=True)
@@ -58,6 +61,17 @@ class SeriesChart(CanvasView):
     def set_data(self, x: Sequence[float], series: Sequence[dict], **options) -> None:
         """Replace the data (and any options such as markers) in one synced update."""
         clean = [{**s, "values": [_finite(v) for v in s["values"]]} for s in series]
+        if language() != "en":  # the legend and the markers' labels in the course's language
+            names = translated([s.get("name") for s in clean])
+            clean = [
+                {**s, "name": n} if "name" in s else s for s, n in zip(clean, names, strict=True)
+            ]
+            if options.get("markers"):
+                labels = translated([m.get("label") for m in options["markers"]])
+                options["markers"] = [
+                    {**m, "label": n} if "label" in m else m
+                    for m, n in zip(options["markers"], labels, strict=True)
+                ]
         with self.hold_sync():
             self.x = [float(v) for v in x]
             self.series = clean

@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from attention.language import translate
+
 from .arrays import color_limits, to_numpy
 from .style import DEFAULT_CMAP, FULLY_MASKED_FACE, MASKED_FACE, MASKED_HATCH
 
@@ -108,10 +110,15 @@ def heatmap_figure(
     ]
     if m is not None and m.any():
         legend.append(
-            Patch(facecolor=MASKED_FACE, edgecolor=MASKED_HATCH, hatch="///", label="masked")
+            Patch(
+                facecolor=MASKED_FACE,
+                edgecolor=MASKED_HATCH,
+                hatch="///",
+                label=translate("masked"),
+            )
         )
     if f is not None and f.any():
-        legend.append(Patch(facecolor=FULLY_MASKED_FACE, label="row attends to nothing"))
+        legend.append(Patch(facecolor=FULLY_MASKED_FACE, label=translate("row attends to nothing")))
     if legend:
         fig.legend(handles=legend, loc="lower left", ncols=min(len(legend), 4), frameon=False)
     if title and small:  # just above the first row's titles

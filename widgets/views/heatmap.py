@@ -58,6 +58,7 @@ import traitlets as t
 from .arrays import ARRAY, check_labels, color_limits, to_numpy
 from .canvas import CanvasView
 from .style import CELL_MAX, CELL_MIN, COLORMAPS, DEFAULT_CMAP, css, esm
+from .text import Text, translated
 
 CSV_HEADER = (
     "panel",
@@ -84,6 +85,13 @@ class _Labels(t.List):
         return super().validate_elements(obj, value)
 
 
+class _TextLabels(_Labels):
+    """Labels a learner reads (panel titles): in the course's language (views/text.py)."""
+
+    def validate_elements(self, obj: Any, value: Any) -> Any:
+        return translated(super().validate_elements(obj, value))
+
+
 def auto_cell_size(panel_size: int, rows: int, cols: int) -> int:
     """The cell size (px) the browser draws with `cell_size=0`: panel_size / max(rows, cols)."""
     return max(CELL_MIN, min(panel_size // max(rows, cols, 1), CELL_MAX))
@@ -104,8 +112,8 @@ class Heatmap(CanvasView):
     fully_masked = t.Any(None, allow_none=True).tag(**ARRAY)  # bool (P, R)
     row_labels = _Labels(t.Unicode()).tag(sync=True)
     col_labels = _Labels(t.Unicode()).tag(sync=True)
-    panel_titles = _Labels(t.Unicode()).tag(sync=True)
-    title = t.Unicode("").tag(sync=True)
+    panel_titles = _TextLabels(t.Unicode()).tag(sync=True)
+    title = Text("").tag(sync=True)
     colormap = t.Enum(COLORMAPS, DEFAULT_CMAP).tag(sync=True)
     vmin = t.Float(None, allow_none=True)
     vmax = t.Float(None, allow_none=True)
@@ -113,7 +121,7 @@ class Heatmap(CanvasView):
     limits = t.List(t.Float(), [0.0, 1.0], minlen=2, maxlen=2).tag(sync=True)
     show_numbers = t.Bool(False).tag(sync=True)
     show_colorbar = t.Bool(True).tag(sync=True)
-    colorbar_label = t.Unicode("").tag(sync=True)
+    colorbar_label = Text("").tag(sync=True)
     columns = t.Int(0, min=0).tag(sync=True)
     cell_size = t.Int(0, min=0).tag(sync=True)
     panel_size = t.Int(280, min=8).tag(sync=True)
@@ -122,7 +130,7 @@ class Heatmap(CanvasView):
     digits = t.Int(2, min=0, max=6).tag(sync=True)
     # kernel-side: values that are categories, [(value, name), ...]; pictures and exports draw
     # a legend swatch per category instead of a colour bar (the browser's readout names them)
-    categories = t.List(t.Tuple(t.Float(), t.Unicode()), [])
+    categories = t.List(t.Tuple(t.Float(), Text()), [])
 
     def __init__(
         self, values: Any = None, masked: Any = None, fully_masked: Any = None, **traits: Any
@@ -199,7 +207,7 @@ class Heatmap(CanvasView):
             f = None
         rows = check_labels(row_labels, r, "row_labels")
         cols = check_labels(col_labels, c, "col_labels")
-        titles = check_labels(panel_titles, p, "panel_titles")
+        titles = translated(check_labels(panel_titles, p, "panel_titles"))
         with self.hold_sync():
             for name, value in traits.items():
                 if not self.has_trait(name):

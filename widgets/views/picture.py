@@ -32,6 +32,8 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from attention.language import translate
+
 ENV = "ATTENTION_COURSE_PICTURES"
 """Environment variable that turns pictures on ("1", "true", "yes", "on") in a new kernel."""
 
@@ -92,12 +94,13 @@ def summary(widget: Any, views: Sequence[Any] | None = None) -> str:
     """The one-line text/plain of a widget's display data (deterministic)."""
     views = list(shown_views(widget)) if views is None else list(views)
     name = type(widget).__name__
+    note = translate(LIVE_NOTE)
     if _is_view(widget):
         title = _title(widget)
-        return f"{name}: {title} - {LIVE_NOTE}" if title != name else f"{name} - {LIVE_NOTE}"
+        return f"{name}: {title} - {note}" if title != name else f"{name} - {note}"
     titles = ", ".join(_title(v) for v in views)
-    panels = f"{len(views)} panel{'s' * (len(views) != 1)}"
-    return f"{name}: {panels} ({titles}) - {LIVE_NOTE}" if views else f"{name} - {LIVE_NOTE}"
+    panels = translate(f"{len(views)} panel{'s' * (len(views) != 1)}")
+    return f"{name}: {panels} ({titles}) - {note}" if views else f"{name} - {note}"
 
 
 def _rgba(fig: Any, dpi: float, max_width: int | None = None) -> Any:

@@ -31,6 +31,7 @@ import traitlets as t
 from .arrays import ARRAY, check_labels, to_numpy
 from .canvas import CanvasView
 from .style import PALETTE, TEXT, css, esm
+from .text import Text, TextList
 
 SHAPES = ("circle", "square", "triangle", "diamond")
 LABELLED_LINKS = 3  # the picked source's strongest links get their labels drawn
@@ -49,16 +50,16 @@ class Scatter(CanvasView):
     points = t.Any(None, allow_none=True).tag(**ARRAY)  # float32 (N, 2)
     labels = t.List(t.Unicode()).tag(sync=True)  # N
     groups = t.List(t.Int()).tag(sync=True)  # N group indices
-    group_names = t.List(t.Unicode()).tag(sync=True)
+    group_names = TextList(t.Unicode()).tag(sync=True)
     group_colors = t.List(t.Unicode(), list(PALETTE[:4])).tag(sync=True)
     group_shapes = t.List(t.Enum(SHAPES), list(SHAPES)).tag(sync=True)
     links = t.Any(None, allow_none=True).tag(**ARRAY)  # float32 (S, N)
     sources = t.List(t.Int()).tag(sync=True)  # S point indices
     selected = t.Int(-1).tag(sync=True)  # index into sources; -1 = none
-    link_label = t.Unicode("weight").tag(sync=True)
-    title = t.Unicode("").tag(sync=True)
-    x_label = t.Unicode("").tag(sync=True)
-    y_label = t.Unicode("").tag(sync=True)
+    link_label = Text("weight").tag(sync=True)
+    title = Text("").tag(sync=True)
+    x_label = Text("").tag(sync=True)
+    y_label = Text("").tag(sync=True)
     width = t.Int(460, min=120).tag(sync=True)
     height = t.Int(420, min=120).tag(sync=True)
 

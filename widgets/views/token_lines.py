@@ -19,6 +19,7 @@ import traitlets as t
 from .arrays import ARRAY, check_labels, to_numpy
 from .canvas import CanvasView
 from .style import css, esm
+from .text import Text
 
 
 class TokenLines(CanvasView):
@@ -37,7 +38,7 @@ class TokenLines(CanvasView):
     query_tokens = t.List(t.Unicode()).tag(sync=True)
     key_tokens = t.List(t.Unicode()).tag(sync=True)
     selected = t.Int(-1).tag(sync=True)
-    title = t.Unicode("").tag(sync=True)
+    title = Text("").tag(sync=True)
     color = t.Unicode("#1f77b4").tag(sync=True)
 
     def __init__(

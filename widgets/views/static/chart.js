@@ -4,7 +4,7 @@
 // into one redraw (common.js: wire), and render() returns the clean-up, like heatmap.js.
 
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
-const { STYLE, setupCanvas, wire, textAlternative, SR_ROWS } = common;
+const { STYLE, setupCanvas, wire, textAlternative, SR_ROWS, say } = common;
 const FONT = STYLE.font;
 const TEXT = STYLE.text;
 
@@ -28,6 +28,7 @@ function fmt(v) {
 const CHART_KEYS = [
   "x", "series", "title", "x_range", "y_range", "x_log", "y_log", "x_ticks", "x_tick_labels",
   "y_ticks", "markers", "x_label", "y_label", "width", "height", "bar_mode", "legend", "zoom",
+  "words",
 ];
 
 function render({ model, el }) {
@@ -177,9 +178,10 @@ function render({ model, el }) {
       ctx.fillStyle = s.color; ctx.fillRect(bx + 4, y - 4, 10, 8);
       ctx.fillStyle = TEXT; ctx.fillText(s.name, bx + 18, y);
     });
-    const name = model.get("title") || "chart";
+    const words = model.get("words");
+    const name = model.get("title") || say(words, "chart");
     canvas.setAttribute("aria-label", `${name}: ${series.map((s) => s.name).join(", ")}`);
-    describeLater(() => seriesText(name, model.get("x_label") || "x", xs, series));
+    describeLater(() => seriesText(name, model.get("x_label") || "x", xs, series, words));
     geom.zoom = zoom;
     redraws += 1;
     el.dataset.redraws = String(redraws);
@@ -202,15 +204,18 @@ function render({ model, el }) {
   return wire(canvas, { mousemove: onMove, mouseleave: onLeave }, model, CHART_KEYS, draw);
 }
 // The text alternative: one row per x (the first SR_ROWS * 2), one column per series.
-function seriesText(name, xLabel, xs, series) {
+function seriesText(name, xLabel, xs, series, words = null) {
   const n = Math.min(xs.length, 2 * SR_ROWS);
   const rows = [];
   for (let i = 0; i < n; i++) {
     rows.push([fmt(xs[i]), ...series.map((s) => (Number.isFinite(s.values[i]) ? fmt(s.values[i])
-                                                                               : "none"))]);
+                                                                               : say(words, "none")))]);
   }
-  const part = n < xs.length ? `first ${n} of ${xs.length} points` : `all ${n} points`;
-  const text = `${name}: ${series.length} series over ${xs.length} values of ${xLabel}.`;
+  const part = n < xs.length
+    ? say(words, "first {n} of {m} points", { n, m: xs.length })
+    : say(words, "all {n} points", { n });
+  const text = say(words, "{name}: {s} series over {m} values of {x}.",
+                   { name, s: series.length, m: xs.length, x: xLabel });
   return { text, head: [xLabel, ...series.map((s) => s.name)], rows, caption: `${name}: ${part}` };
 }
 export default { render };

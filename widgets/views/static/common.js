@@ -24,6 +24,13 @@ function makeCommon(STYLE) {
     return { shape: obj.shape, data };
   }
 
+  // A phrase in the course's language: `words` (the view's synced trait, views/canvas.py) maps
+  // the English phrase, {name} standing for each value, to its translation; English has none.
+  function say(words, phrase, values = {}) {
+    const text = (words && words[phrase]) || phrase;
+    return text.replace(/\{(\w+)\}/g, (m, k) => (k in values ? String(values[k]) : m));
+  }
+
   // Cell text: fixed decimals (tiny values read 0.00, never -0.00); tooltips: 4 significant digits.
   function formatValue(v, digits) {
     if (Number.isNaN(v)) return "NaN";
@@ -203,7 +210,7 @@ function makeCommon(STYLE) {
 
   // "7 x 9 numbers from -1.2 to 3.4" and the table of the first rows, for a (R, C) slice of
   // `data` starting at `base`; masked cells read "masked".
-  function matrixText(title, data, base, R, C, rowLabels, colLabels, masked) {
+  function matrixText(title, data, base, R, C, rowLabels, colLabels, masked, words = null) {
     let lo = Infinity;
     let hi = -Infinity;
     let nMasked = 0;
@@ -215,29 +222,33 @@ function makeCommon(STYLE) {
         if (v > hi) hi = v;
       }
     }
-    const range = lo <= hi ? ` from ${formatPrecise(lo)} to ${formatPrecise(hi)}` : "";
-    const hidden = nMasked ? `, ${nMasked} masked` : "";
-    const text = `${title}: ${R} rows x ${C} columns${range}${hidden}.`;
+    const range = lo <= hi
+      ? say(words, " from {lo} to {hi}", { lo: formatPrecise(lo), hi: formatPrecise(hi) }) : "";
+    const hidden = nMasked ? say(words, ", {n} masked", { n: nMasked }) : "";
+    const text = say(words, "{title}: {R} rows x {C} columns{range}{hidden}.",
+                     { title, R, C, range, hidden });
     const r = Math.min(R, SR_ROWS);
     const c = Math.min(C, SR_COLS);
-    const name = (labels, i, prefix) => (labels && labels.length > i ? labels[i] : `${prefix}${i}`);
+    const name = (labels, i, prefix) => (labels && labels.length > i ? labels[i] : say(words, prefix, { i }));
     const head = [""];
-    for (let j = 0; j < c; j++) head.push(name(colLabels, j, "col "));
+    for (let j = 0; j < c; j++) head.push(name(colLabels, j, "col {i}"));
     const rows = [];
     for (let i = 0; i < r; i++) {
-      const row = [name(rowLabels, i, "row ")];
+      const row = [name(rowLabels, i, "row {i}")];
       for (let j = 0; j < c; j++) {
         const k = base + i * C + j;
-        row.push(masked && masked[k] ? "masked" : formatPrecise(data[k]));
+        row.push(masked && masked[k] ? say(words, "masked") : formatPrecise(data[k]));
       }
       rows.push(row);
     }
-    const part = r < R || c < C ? `first ${r} of ${R} rows and ${c} of ${C} columns` : "all values";
+    const part = r < R || c < C
+      ? say(words, "first {r} of {R} rows and {c} of {C} columns", { r, R, c, C })
+      : say(words, "all values");
     return { text, head, rows, caption: `${title}: ${part}` };
   }
 
   return {
     STYLE, VIEW_TITLE_FONT, readArray, formatValue, formatPrecise, setupCanvas, wire,
-    focusableCanvas, drawTitle, textAlternative, matrixText, SR_ROWS,
+    focusableCanvas, drawTitle, textAlternative, matrixText, SR_ROWS, say,
   };
 }

@@ -6,7 +6,7 @@
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
 const {
   STYLE, VIEW_TITLE_FONT, readArray, formatValue, formatPrecise, setupCanvas, wire,
-  focusableCanvas, drawTitle, textAlternative, matrixText,
+  focusableCanvas, drawTitle, textAlternative, matrixText, say,
 } = common;
 const FONT = STYLE.font;
 const TITLE_FONT = STYLE.titleFont;
@@ -338,7 +338,7 @@ function drawPanelLabels(ctx, g, pan, p, dpr) {
 
 // The colour bar (colormap `name`, from lo at the bottom to hi at the top), its ticks and
 // label, and below it the legend of masked cells and rows with no keys.
-function drawColourbar(ctx, g, name, table, lo, hi, label, pattern) {
+function drawColourbar(ctx, g, name, table, lo, hi, label, pattern, words = null) {
   let y = g.barTop;
   const x = g.barX;
   if (g.showBar) {
@@ -388,7 +388,7 @@ function drawColourbar(ctx, g, name, table, lo, hi, label, pattern) {
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
     ctx.font = FONT;
-    ctx.fillText(item === "masked" ? "masked" : "no keys", x + 17, y + 6);
+    ctx.fillText(say(words, item === "masked" ? "masked" : "no keys"), x + 17, y + 6);
     y += 18;
   }
 }
@@ -451,7 +451,7 @@ function cellImage() {
 const HEATMAP_KEYS = [
   "values", "masked", "fully_masked", "row_labels", "col_labels", "panel_titles", "title",
   "colormap", "limits", "show_numbers", "show_colorbar", "columns", "cell_size", "panel_size",
-  "highlight_row", "clickable", "digits", "colorbar_label", "zoom",
+  "highlight_row", "clickable", "digits", "colorbar_label", "zoom", "words",
 ];
 
 function renderHeatmap({ model, el }) {
@@ -512,6 +512,7 @@ function renderHeatmap({ model, el }) {
   function draw() {
     drawStart = performance.now();
     state = read();
+    const words = model.get("words");
     const limits = model.get("limits") || [0, 1];
     const zoom = model.get("zoom") || 1;
     // only a clickable heatmap is a keyboard stop; every one is described to screen readers
@@ -520,7 +521,8 @@ function renderHeatmap({ model, el }) {
       const { ctx } = setupCanvas(canvas, 10, 10, zoom);
       ctx.clearRect(0, 0, 10, 10);
       geom = null;
-      canvas.setAttribute("aria-label", `${model.get("title") || "heatmap"}: no data`);
+      const title = model.get("title") || say(model.get("words"), "heatmap");
+      canvas.setAttribute("aria-label", say(model.get("words"), "{name}: no data", { name: title }));
       finish();
       return;
     }
@@ -619,7 +621,7 @@ function renderHeatmap({ model, el }) {
       ctx.strokeRect(pan.x + cursor.col * cell + 1, pan.y + cursor.row * cell + 1, cell - 2, cell - 2);
       ctx.setLineDash([]);
     }
-    drawColourbar(ctx, g, colormap, table, lo, hi, model.get("colorbar_label"), pattern);
+    drawColourbar(ctx, g, colormap, table, lo, hi, model.get("colorbar_label"), pattern, words);
     // for browser tests: where the grids, labels and colour bar went
     const exposed = JSON.stringify({
       cell, labelStep: g.labelStep, labelPx: g.labelPx, gridLeft: g.panels[0].x,
@@ -629,13 +631,16 @@ function renderHeatmap({ model, el }) {
     el.dataset.layout = exposed;
     root.dataset.layout = exposed;
     canvas.style.cursor = model.get("clickable") ? "pointer" : "default";
-    const name = g.title || "heatmap";
+    const name = g.title || say(words, "heatmap");
     canvas.setAttribute("aria-label", `${name}: ${P} x ${R} x ${C}`);
     const st = state;
     describeLater(() => {
-      const first = P > 1 ? `${name}, ${g.titles[0] || "panel 0"} (1 of ${P} panels)` : name;
+      const first = P > 1
+        ? say(words, "{name}, {title} (1 of {n} panels)",
+              { name, title: g.titles[0] || say(words, "panel 0"), n: P })
+        : name;
       return matrixText(first, st.values.data, 0, R, C, g.rowLabels, g.colLabels,
-                        st.masked ? st.masked.data : null);
+                        st.masked ? st.masked.data : null, words);
     });
     finish();
   }
@@ -674,12 +679,14 @@ function renderHeatmap({ model, el }) {
     const v = state.values.data[k];
     const rl = geom.rowLabels[h.row];
     const cl = geom.colLabels[h.col];
-    const rowName = rl !== undefined ? `${rl} (${h.row})` : `row ${h.row}`;
-    const colName = cl !== undefined ? `${cl} (${h.col})` : `col ${h.col}`;
+    const words = model.get("words");
+    const rowName = rl !== undefined ? `${rl} (${h.row})` : say(words, "row {i}", { i: h.row });
+    const colName = cl !== undefined ? `${cl} (${h.col})` : say(words, "col {i}", { i: h.col });
     let text = `${rowName} \u2192 ${colName}: ${formatPrecise(v)}`;
     if (geom.titles.length) text = `${geom.titles[h.panel]}: ${text}`;
-    if (state.full && state.full.data[h.panel * R + h.row]) text += " (row has no keys to attend to)";
-    else if (state.masked && state.masked.data[k]) text += " (masked)";
+    if (state.full && state.full.data[h.panel * R + h.row]) {
+      text += say(words, " (row has no keys to attend to)");
+    } else if (state.masked && state.masked.data[k]) text += say(words, " (masked)");
     return text;
   }
 

@@ -6,7 +6,7 @@
 
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
 const { STYLE, readArray, setupCanvas, wire, focusableCanvas, drawTitle, textAlternative,
-  formatPrecise, SR_ROWS } = common;
+  formatPrecise, SR_ROWS, say } = common;
 const TEXT = STYLE.text;
 const RADIUS = 4.5; // px, a point
 const HIT = 9; // px, how near the pointer must come to a point
@@ -15,6 +15,7 @@ const LABELLED = 3; // the source's strongest links get a label on the canvas
 const SCATTER_KEYS = [
   "points", "labels", "groups", "group_names", "group_colors", "group_shapes", "links",
   "sources", "selected", "link_label", "title", "x_label", "y_label", "width", "height", "zoom",
+  "words",
 ];
 
 // A weight as read beside a point: 0.98, 0.064, 0.007; below 0.001, "<0.001".
@@ -140,7 +141,9 @@ function render({ model, el }) {
     ctx.textBaseline = "middle"; ctx.fillText(model.get("y_label") || "", 0, 0); ctx.restore();
     if (!st) {
       geom = null;
-      canvas.setAttribute("aria-label", `${title || "scatter"}: no data`);
+      const words = model.get("words");
+      canvas.setAttribute("aria-label",
+                          say(words, "{name}: no data", { name: title || say(words, "scatter") }));
       finish();
       return;
     }
@@ -241,11 +244,14 @@ function render({ model, el }) {
       ctx.fillStyle = TEXT; ctx.fillText(n, pad.l + 22, y);
     });
     canvas.style.cursor = hover >= 0 && st.sources.includes(hover) ? "pointer" : "default";
+    const words = model.get("words");
     const counts = names.map((n, g) => `${st.groups.filter((v) => v === g).length} ${n}`);
-    const picked = srcPoint >= 0 ? `; picked ${st.labels[srcPoint] || srcPoint}` : "";
-    canvas.setAttribute("aria-label",
-      `${title || "scatter"}: ${st.N} points (${counts.join(", ")})${picked}`);
-    describeLater(() => pointsText(title || "scatter", st, names, w));
+    const picked = srcPoint >= 0
+      ? say(words, "; picked {p}", { p: st.labels[srcPoint] || srcPoint }) : "";
+    const name = title || say(words, "scatter");
+    canvas.setAttribute("aria-label", say(words, "{name}: {n} points ({counts}){picked}",
+                                          { name, n: st.N, counts: counts.join(", "), picked }));
+    describeLater(() => pointsText(name, st, names, w, words));
     finish();
   }
 
@@ -272,17 +278,19 @@ function render({ model, el }) {
     const st = read();
     const names = model.get("group_names") || [];
     const g = st.groups[i] || 0;
-    const lines = [`${names[g] || "point"} ${st.labels[i] || i}`];
+    const words = model.get("words");
+    const lines = [`${names[g] || say(words, "point")} ${st.labels[i] || i}`];
     const sel = model.get("selected");
     const picked = sel >= 0 && st.links && sel < st.sources.length;
     const v = picked ? st.links.data[sel * st.N + i] : 0;
     // a weight for a point the sources link to (a key), not for another source (a query)
     if (picked && st.sources[sel] !== i && (v > 0 || !st.sources.includes(i))) {
       const from = st.labels[st.sources[sel]] || "";
-      lines.push(`${model.get("link_label")} from ${from}: ${formatWeight(v)}`);
+      lines.push(say(words, "{label} from {from}: {w}",
+                     { label: model.get("link_label"), from, w: formatWeight(v) }));
     }
     if (st.sources.includes(i)) {
-      lines.push(sel >= 0 && st.sources[sel] === i ? "click: unpick" : "click: pick");
+      lines.push(say(words, sel >= 0 && st.sources[sel] === i ? "click: unpick" : "click: pick"));
     }
     return lines.join("\n");
   }
@@ -339,7 +347,7 @@ function render({ model, el }) {
 }
 
 // The text alternative: one row per point (the first SR_ROWS * 2): label, group, x, y, weight.
-function pointsText(name, st, names, w) {
+function pointsText(name, st, names, w, words = null) {
   const n = Math.min(st.N, 2 * SR_ROWS);
   const rows = [];
   for (let i = 0; i < n; i++) {
@@ -348,9 +356,13 @@ function pointsText(name, st, names, w) {
     if (w) row.push(formatWeight(w[i]));
     rows.push(row);
   }
-  const head = ["point", "group", "x", "y", ...(w ? ["weight"] : [])];
-  const part = n < st.N ? `first ${n} of ${st.N} points` : `all ${n} points`;
-  const text = `${name}: ${st.N} points in ${names.length} groups (${names.join(", ")}).`;
+  const head = [say(words, "point"), say(words, "group"), "x", "y",
+                ...(w ? [say(words, "weight")] : [])];
+  const part = n < st.N
+    ? say(words, "first {n} of {m} points", { n, m: st.N })
+    : say(words, "all {n} points", { n });
+  const text = say(words, "{name}: {n} points in {g} groups ({names}).",
+                   { name, n: st.N, g: names.length, names: names.join(", ") });
   return { text, head, rows, caption: `${name}: ${part}` };
 }
 

@@ -6,6 +6,7 @@
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
 const {
   STYLE, readArray, setupCanvas, wire, focusableCanvas, drawTitle, textAlternative, matrixText,
+  say,
 } = common;
 const TEXT = STYLE.text;
 
@@ -17,7 +18,7 @@ function textWidth(ctx, labels) {
 }
 
 const LINES_KEYS = [
-  "weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color", "zoom",
+  "weights", "masked", "query_tokens", "key_tokens", "selected", "title", "color", "zoom", "words",
 ];
 
 function render({ model, el }) {
@@ -96,12 +97,14 @@ function render({ model, el }) {
     qt.slice(0, Tq).forEach((t, i) => ctx.fillText(t, leftW - 6, y(i), leftW - 8));
     ctx.textAlign = "left";
     kt.slice(0, Tk).forEach((t, j) => ctx.fillText(t, x2 + 6, y(j), rightW - 8));
-    const name = title || "attention lines";
-    canvas.setAttribute("aria-label", `${name}: ${Tq} query tokens, ${Tk} key tokens`);
+    const words = model.get("words");
+    const name = title || say(words, "attention lines");
+    canvas.setAttribute("aria-label",
+                        say(words, "{name}: {Tq} query tokens, {Tk} key tokens", { name, Tq, Tk }));
     if (w) {
       const m = readArray(model.get("masked"));
-      describeLater(() => matrixText(`${name}, weights`, w.data, 0, Tq, Tk, qt, kt,
-                                     m ? m.data : null));
+      describeLater(() => matrixText(say(words, "{name}, weights", { name }), w.data, 0, Tq, Tk,
+                                     qt, kt, m ? m.data : null, words));
     }
     redraws += 1;
     el.dataset.redraws = String(redraws);
