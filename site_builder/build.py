@@ -56,6 +56,50 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURES_ENV = "ATTENTION_COURSE_PICTURES"  # widgets.views.picture.ENV (not imported: no torch)
 KERNEL_NAME = "attention-course-site"
 COURSE_TITLE = "Attention, step by step"
+# The site's own words in each language (the lessons' words come from their notebooks: the
+# Chinese ones from lessons/zh/, site_builder/translate.py). A page links to the same page in the
+# other language when it exists; the Chinese site is built into <out>/zh/.
+TEXT = {
+    "en": {
+        "code": "en",
+        "title": COURSE_TITLE,
+        "switch": "中文",
+        "pictured": "a live widget, pictured here.",
+        "interactive": "<b>Interactive</b>, drawn here once.",
+        "shown": " Shown with {settings}.",
+        "live": "<b>Run it live</b>: <code>make lab</code> in the course's repository, then open "
+        "<code>lessons/{notebook}</code> and run the cells.",
+        "run_live": "This page is <code>lessons/{notebook}</code>, run when the site was built:"
+        " the figures are real outputs and every widget is a picture of it as first drawn. To "
+        "move the sliders, run it live: <code>make lab</code> in the course's repository (it "
+        "sets everything up the first time), then open this notebook.",
+        "home": "A static copy of the course, built by running every lesson: read it anywhere,"
+        " even offline. The widgets are pictures here; to move their sliders, run the course"
+        " live: <code>make lab</code> in its repository sets everything up the first time and"
+        " opens JupyterLab (or <code>make notebook</code> for Jupyter Notebook).",
+        "all_pages": "Every page of this site",
+        "built": "Built {when} from {n} notebooks in {seconds:.0f} s.",
+    },
+    "zh": {
+        "code": "zh-CN",
+        "title": "注意力机制，一步一步",
+        "switch": "English",
+        "pictured": "一个可交互的控件，这里是它的截图。",
+        "interactive": "<b>可交互</b>，这里只画出一次。",
+        "shown": " 所用设置：{settings}。",
+        "live": "<b>想亲手操作</b>：在课程仓库里运行 <code>make lab LANG=zh</code>，打开"
+        " <code>lessons/zh/{notebook}</code> 并运行各单元格。",
+        "run_live": "本页是 <code>lessons/zh/{notebook}</code> 在构建网站时的运行结果："
+        "图都是真实输出，每个控件都是它初次绘制时的截图。想拖动滑块，"
+        "请在课程仓库里运行 <code>make lab LANG=zh</code>"
+        "（第一次会自动装好一切），再打开这个笔记本。",
+        "home": "这是课程的静态副本，由逐课运行生成：随处可读，离线也行。"
+        "这里的控件只是截图；想拖动滑块，请在课程仓库里运行 <code>make lab LANG=zh</code>"
+        "（第一次会自动装好一切并打开 JupyterLab）。",
+        "all_pages": "本站全部页面",
+        "built": "构建于 {when}，共 {n} 个笔记本，用时 {seconds:.0f} 秒。",
+    },
+}
 DEFAULT_TIMEOUT = 600  # s per cell
 
 
@@ -135,15 +179,12 @@ def read_pages(paths: list[Path]) -> list[Page]:
 # --------------------------------------------------------------------------- widgets
 
 
-def _live_note(what: str, notebook: str) -> Any:
+def _live_note(what: str, notebook: str, lang: str = "en") -> Any:
     """A small HTML output: what was here live, and how to run it."""
     from nbformat.v4 import new_output
 
-    text = (
-        f'<div class="ac-live-note">&#9654; {what} <b>Run it live</b>: '
-        f"<code>make lab</code> in the course's repository, then open "
-        f"<code>lessons/{html.escape(notebook)}</code> and run the cells.</div>"
-    )
+    live = TEXT[lang]["live"].format(notebook=html.escape(notebook))
+    text = f'<div class="ac-live-note">&#9654; {what} {live}</div>'
     return new_output("display_data", data={"text/html": text})
 
 
@@ -189,7 +230,7 @@ def _captured(states: dict[str, Any], model_id: str, seen: set[str]) -> tuple[li
     return outputs, settings
 
 
-def make_widgets_static(nb: Any, notebook: str, report: PageReport) -> None:
+def make_widgets_static(nb: Any, notebook: str, report: PageReport, lang: str = "en") -> None:
     """Replace every widget output by its picture (or captured outputs) and a run-live note."""
     import nbformat
 
@@ -210,18 +251,20 @@ def make_widgets_static(nb: Any, notebook: str, report: PageReport) -> None:
             if "image/png" in data:
                 report.pictures += 1
                 out.data = {k: v for k, v in data.items() if k != WIDGET_VIEW}
-                new += [out, _live_note(f"<b>{name}</b>, a live widget, pictured here.", notebook)]
+                what = f"<b>{name}</b>, {TEXT[lang]['pictured']}"
+                new += [out, _live_note(what, notebook, lang)]
                 continue
             model_id = data[WIDGET_VIEW].get("model_id", "")
             captured, settings = _captured(states, model_id, set())
             captured = [nbformat.from_dict(o) for o in captured]
             if depth < 3:
                 captured = convert(captured, depth + 1)
-            shown = f" Shown with {html.escape(', '.join(settings))}." if settings else ""
+            joined = html.escape(", ".join(settings))
+            shown = TEXT[lang]["shown"].format(settings=joined) if settings else ""
             if not captured:
                 report.unpictured.append(f"{notebook}: {summary or model_id}")
-            what = f"<b>Interactive</b>, drawn here once.{shown}"
-            new += [*captured, _live_note(what, notebook)]
+            what = f"{TEXT[lang]['interactive']}{shown}"
+            new += [*captured, _live_note(what, notebook, lang)]
         return new
 
     for cell in nb.cells:
@@ -245,9 +288,19 @@ def error_outputs(nb: Any) -> list[str]:
 # --------------------------------------------------------------------------- HTML
 
 
-def _bar(pages: list[Page], index: int | None, bottom: bool = False) -> str:
-    """The navigation bar: home, previous and next page."""
-    parts = [f'<a class="ac-home-link" href="index.html">{html.escape(COURSE_TITLE)}</a>']
+def _bar(
+    pages: list[Page], index: int | None, bottom: bool = False, lang: str = "en", other: str = ""
+) -> str:
+    """The navigation bar: home, previous and next page, and `other`: this page in the other
+    language (a relative link), if there is one."""
+    title = html.escape(TEXT[lang]["title"])
+    parts = [f'<a class="ac-home-link" href="index.html">{title}</a>']
+    if other:
+        code = TEXT["zh" if lang == "en" else "en"]["code"]
+        switch = html.escape(TEXT[lang]["switch"])
+        parts.append(
+            f'<a class="ac-lang" href="{other}" hreflang="{code}" lang="{code}">{switch}</a>'
+        )
     if index is not None:
         if index > 0:
             prev = pages[index - 1]
@@ -260,16 +313,19 @@ def _bar(pages: list[Page], index: int | None, bottom: bool = False) -> str:
     return f'<nav class="{cls}" role="{role}">{" ".join(parts)}</nav>'
 
 
-def _run_live(notebook: str) -> str:
-    return (
-        f"This page is <code>lessons/{html.escape(notebook)}</code>, run when the site was built:"
-        " the figures are real outputs and every widget is a picture of it as first drawn. To "
-        "move the sliders, run it live: <code>make lab</code> in the course's repository (it "
-        "sets everything up the first time), then open this notebook."
-    )
+def _run_live(notebook: str, lang: str = "en") -> str:
+    return TEXT[lang]["run_live"].format(notebook=html.escape(notebook))
 
 
-def _exporter() -> Any:
+def _other_language(notebook: str, lang: str, others: set[str]) -> str:
+    """The relative link to the same page in the other language, or "" when it has none."""
+    if notebook not in others:
+        return ""
+    page = Path(notebook).with_suffix(".html").name if notebook != "README.md" else "index.html"
+    return f"zh/{page}" if lang == "en" else f"../{page}"
+
+
+def _exporter(lang: str = "en") -> Any:
     import jinja2
     from nbconvert import HTMLExporter
 
@@ -293,7 +349,10 @@ def _exporter() -> Any:
             return MarkdownWithMath(renderer=renderer).render(source)
 
     return CourseExporter(
-        template_name="course", extra_template_basedirs=[str(TEMPLATES)], theme="light"
+        template_name="course",
+        extra_template_basedirs=[str(TEMPLATES)],
+        theme="light",
+        language_code=TEXT[lang]["code"].split("-")[0],  # nbconvert takes ISO 639-1 only
     )
 
 
@@ -366,7 +425,14 @@ def _quiet_output_widget() -> type:
 
 
 def build_page(
-    page: Page, pages: list[Page], workdir: str, out: str, timeout: int, jobs: int
+    page: Page,
+    pages: list[Page],
+    workdir: str,
+    out: str,
+    timeout: int,
+    jobs: int,
+    lang: str = "en",
+    others: frozenset[str] = frozenset(),
 ) -> PageReport:
     """Execute one notebook and write its page; runs in a worker process."""
     import nbformat
@@ -393,21 +459,22 @@ def build_page(
         client.execute()
     except Exception as exc:  # noqa: BLE001 - a dead kernel or a timeout: report, write the page
         report.errors.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:300]}")
-    make_widgets_static(nb, page.notebook, report)
+    make_widgets_static(nb, page.notebook, report, lang)
     report.errors += error_outputs(nb)
 
     maths.problems.clear()
     index = [p.notebook for p in pages].index(page.notebook)
+    other = _other_language(page.notebook, lang, others)
     resources = {
         "metadata": {"name": page.text_title, "path": str(path.parent)},
         "site": {
-            "header": _bar(pages, index),
-            "footer": _bar(pages, index, bottom=True),
-            "run_live": _run_live(page.notebook),
+            "header": _bar(pages, index, lang=lang, other=other),
+            "footer": _bar(pages, index, bottom=True, lang=lang, other=other),
+            "run_live": _run_live(page.notebook, lang),
         },
     }
-    nb.metadata["title"] = f"{page.text_title} · {COURSE_TITLE}"
-    body, _ = _exporter().from_notebook_node(nb, resources=resources)
+    nb.metadata["title"] = f"{page.text_title} · {TEXT[lang]['title']}"
+    body, _ = _exporter(lang).from_notebook_node(nb, resources=resources)
     report.maths = [f"{page.notebook}: {p}" for p in maths.problems]
     built = {p.html for p in pages} | {"index.html"}
     (Path(out) / page.html).write_text(fix_links(body, built), encoding="utf-8")
@@ -418,7 +485,14 @@ def build_page(
 # --------------------------------------------------------------------------- the site
 
 
-def build_home(pages: list[Page], out: Path, readme: Path, note: str) -> list[str]:
+def build_home(
+    pages: list[Page],
+    out: Path,
+    readme: Path,
+    note: str,
+    lang: str = "en",
+    others: frozenset[str] = frozenset(),
+) -> list[str]:
     """Write index.html from the lessons' README; return the formulas it could not typeset."""
     import jinja2
 
@@ -431,10 +505,14 @@ def build_home(pages: list[Page], out: Path, readme: Path, note: str) -> list[st
     escaped = [
         {"html": p.html, "title": p.html_title, "notebook": html.escape(p.notebook)} for p in pages
     ]
+    other = _other_language("README.md", lang, others)
     page = env.get_template("home.html.j2").render(
-        title=html.escape(COURSE_TITLE),
-        header=_bar(pages, None),
-        footer=_bar(pages, None, bottom=True),
+        lang=TEXT[lang]["code"],
+        title=html.escape(TEXT[lang]["title"]),
+        header=_bar(pages, None, lang=lang, other=other),
+        footer=_bar(pages, None, bottom=True, lang=lang, other=other),
+        aside=TEXT[lang]["home"],
+        all_pages=html.escape(TEXT[lang]["all_pages"]),
         readme=body,
         pages=escaped,
         built=html.escape(note),
@@ -509,8 +587,13 @@ def build(
     timeout: int = DEFAULT_TIMEOUT,
     lessons: Path = LESSONS,
     log: Any = print,
+    lang: str = "en",
+    others: frozenset[str] | None = None,
 ) -> list[PageReport]:
     """Build the site into `out`; return one report per page.
+
+    `others`: the file names of the notebooks built in the other language (each page links
+    its twin); default: every notebook of the other language's folder.
 
     The pages are written to a fresh folder beside `out`, which replaces `out` at the end. An
     existing `out` is replaced only when the builder made it (it holds MARKER) or it is empty;
@@ -526,7 +609,9 @@ def build(
     out = Path(tempfile.mkdtemp(prefix=f".{final.name}.building-", dir=final.parent))
     try:
         (out / MARKER).write_text("Built by python -m site_builder; replaced at each build.\n")
-        reports = _build_into(out, pages, paths, jobs, timeout, lessons, log, start)
+        if others is None:
+            others = frozenset(_translated(lessons, lang))
+        reports = _build_into(out, pages, paths, jobs, timeout, lessons, log, start, lang, others)
         _swap_in(out, final)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # the half-built folder is ours alone
@@ -543,6 +628,8 @@ def _build_into(
     lessons: Path,
     log: Any,
     start: float,
+    lang: str,
+    others: frozenset[str],
 ) -> list[PageReport]:
     copy_static(out)
     reports: list[PageReport] = []
@@ -558,7 +645,7 @@ def _build_into(
         order = sorted(pages, key=lambda p: -(work / "lessons" / p.notebook).stat().st_size)
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=get_context("spawn")) as ex:
             futures = {
-                ex.submit(build_page, p, pages, str(work), str(out), timeout, jobs): p
+                ex.submit(build_page, p, pages, str(work), str(out), timeout, jobs, lang, others): p
                 for p in order
             }
             for future in as_completed(futures):
@@ -574,14 +661,21 @@ def _build_into(
                     f"{report.widgets} widgets, {report.pictures} pictured"
                 )
     elapsed = time.perf_counter() - start
-    note = (
-        f"Built {time.strftime('%Y-%m-%d %H:%M')} from {len(pages)} notebooks in {elapsed:.0f} s."
-    )
-    home_maths = build_home(pages, out, lessons / "README.md", note)
+    when = time.strftime("%Y-%m-%d %H:%M")
+    note = TEXT[lang]["built"].format(when=when, n=len(pages), seconds=elapsed)
+    home_maths = build_home(pages, out, lessons / "README.md", note, lang, others)
     if home_maths:
         reports.append(PageReport("README.md", maths=home_maths))
     reports.sort(key=lambda r: r.page)
     return reports
+
+
+def _translated(lessons: Path, lang: str) -> set[str]:
+    """The notebooks (and README.md) that exist in the other language's lessons folder."""
+    other = lessons / "zh" if lang == "en" else lessons.parent
+    if not other.is_dir():
+        return set()
+    return {p.name for p in other.iterdir() if p.suffix in (".ipynb", ".md")}
 
 
 def site_size(out: Path) -> int:
@@ -597,6 +691,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="kernels at a time (default 2)")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="s per cell")
     parser.add_argument("--report", type=Path, help="also write the reports as JSON here")
+    parser.add_argument(
+        "--lang",
+        choices=("en", "zh", "both"),
+        default="both",
+        help="English into --out, Chinese (lessons/zh/) into --out/zh, or both (default)",
+    )
+    parser.add_argument(
+        "--zh-notebooks",
+        help="with --lang both: only these Chinese notebooks (comma-separated file names)",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     notebooks = [p.resolve() for p in args.notebooks] or None
@@ -606,11 +710,36 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     print(f"building the site into {args.out}/ ({args.jobs} kernels at a time)")
-    reports = build(args.out, notebooks, jobs=args.jobs, timeout=args.timeout)
+    reports: list[PageReport] = []
+    zh_lessons = LESSONS / "zh"
+    english = notebooks if notebooks is not None else lesson_notebooks()
+    chinese: list[Path] = []
+    if args.lang in ("zh", "both") and any(zh_lessons.glob("*.ipynb")):
+        if args.zh_notebooks is not None:
+            chinese = [zh_lessons / n.strip() for n in args.zh_notebooks.split(",") if n.strip()]
+        else:
+            chinese = [zh_lessons / p.name for p in english if (zh_lessons / p.name).is_file()]
+    if args.lang in ("en", "both"):
+        twins = frozenset([p.name for p in chinese] + (["README.md"] if chinese else []))
+        reports += build(args.out, notebooks, jobs=args.jobs, timeout=args.timeout, others=twins)
+    if chinese:
+        print(f"building the Chinese site into {args.out / 'zh'}/")
+        twins = frozenset([p.name for p in english] + ["README.md"])
+        if args.lang == "zh":
+            twins = frozenset()  # no English site built beside it
+        reports += build(
+            args.out / "zh",
+            chinese,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            lessons=zh_lessons,
+            lang="zh",
+            others=twins,
+        )
     elapsed = time.perf_counter() - start
     problems = [f"{r.page}: {p}" for r in reports for p in (*r.errors, *r.unpictured, *r.maths)]
     size = site_size(args.out) / 2**20
-    pages = len(list(args.out.glob("*.html")))
+    pages = len(list(args.out.glob("*.html"))) + len(list(args.out.glob("zh/*.html")))
     print(f"{pages} pages, {size:.1f} MiB, built in {elapsed:.0f} s")
     if args.report:
         args.report.write_text(json.dumps([asdict(r) for r in reports], indent=1))

@@ -242,8 +242,12 @@ def target_path(source: Path, lang: str = "zh") -> Path:
     return LESSONS / lang / source.name
 
 
-def generate(lang: str = "zh") -> dict[Path, str]:
-    """Every generated file: its path in lessons/<lang>/ -> its text."""
+def generate(lang: str = "zh", partial: bool = False) -> dict[Path, str]:
+    """Every generated file: its path in lessons/<lang>/ -> its text.
+
+    CatalogError when a catalog is incomplete or stale; with `partial`, the complete ones only
+    (and the errors in `generate.errors`).
+    """
     todo = sources(lang)
     translated = {p.name for p in todo if p.parent == LESSONS}
     out = {}
@@ -260,7 +264,8 @@ def generate(lang: str = "zh") -> dict[Path, str]:
                 out[target] = translated_markdown(source, catalog, None)
         except CatalogError as exc:
             errors.append(str(exc))
-    if errors:
+    generate.errors = errors
+    if errors and not partial:
         raise CatalogError("\n".join(errors))
     return out
 
@@ -325,11 +330,13 @@ def main(argv: list[str] | None = None) -> int:
             for line in stale:
                 print(line)
             return 1 if stale else 0
-        for path, text in generate(args.lang).items():
+        for path, text in generate(args.lang, partial=True).items():
             if _read(path) != text:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
                 print("wrote", path.relative_to(REPO))
+        if generate.errors:  # the complete ones are written; these wait for their translators
+            raise CatalogError("\n".join(generate.errors))
     except CatalogError as exc:
         print(exc, file=sys.stderr)
         return 1

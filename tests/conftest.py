@@ -1,4 +1,11 @@
-"""Start the static site's build as soon as the suite knows it will check it.
+"""Keep the suite's records out of the home; start the static site's build early.
+
+Every checker verdict appends a record to the learner's folder (attention/exercises/records.py),
+~/.attention-course unless ATTENTION_COURSE_RECORDS names another: pytest_configure points it at
+a temporary folder of this session, before any test runs a checker and before nbval, the site
+build or a browser test starts a kernel (they inherit the variable), and removes it at the end.
+
+The site build:
 
 tests/test_site.py checks a site built from every lesson, and building it executes each lesson
 in a kernel: minutes. Much of the suite keeps only one of the machine's two cores busy (pytest
@@ -33,8 +40,20 @@ SITE_TESTS = "test_site.py"
 CELL_TIMEOUT_S = 300  # per cell: a lesson that hangs fails the build, it does not stall it
 BUILD_TIMEOUT_S = 60 * 60  # the whole build, at most (a few minutes normally)
 NICENESS = 10  # the tests in the foreground come first; the build takes the idle core
+# The Chinese pages built with the English site (into site/zh/): a few, for the language switch
+# and the Chinese chrome; `make site` builds them all
+ZH_SITE = {"04_scaled_dot_product.ipynb"}
 
 _BUILD = pytest.StashKey["SiteBuild"]()
+_RECORDS = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from attention.exercises.records import RECORDS_ENV
+
+    folder = Path(tempfile.mkdtemp(prefix="course-records-test-"))
+    config.stash[_RECORDS] = folder
+    os.environ[RECORDS_ENV] = str(folder)  # not the home of whoever runs the suite
 
 
 @dataclass
@@ -83,6 +102,7 @@ def start_site_build() -> SiteBuild:
     command = [
         sys.executable, "-m", "site_builder", "--out", str(folder / "site"), "--jobs", "1",
         "--timeout", str(CELL_TIMEOUT_S), "--report", str(folder / "report.json"),
+        "--lang", "both", "--zh-notebooks", ",".join(sorted(ZH_SITE)),
     ]  # fmt: skip
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with open(folder / "build.log", "w", encoding="utf-8") as log:
@@ -120,6 +140,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if build is not None:
         build.stop()
         shutil.rmtree(build.folder, ignore_errors=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_RECORDS, None)
+    if folder is not None:  # made by pytest_configure for this session only
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -380,7 +380,9 @@ _ZH_SPEED = re.compile(r"更快|更慢|加速|提速|吞吐|快了|慢了")
 def zh_normalise(source: str) -> str:
     """Chinese prose in the shape stated_numbers reads: numbers set apart from the characters
     around them, 倍 as a ratio's x, 秒 and 分钟 as time units, 。 as a sentence's end."""
-    text = re.sub(rf"(?<={_CJK})(?=[-−\d])|(?<=[\d%])(?={_CJK})", " ", source)
+    text = re.sub(r"头\s*(?=\d+\.\d+)", " head ", source)  # 头 5.11: a head's name, as "head 5.11"
+    text = re.sub(r"(?<=\d)\s*和\s*头?\s*(?=\d+\.\d+)", " and ", text)  # 头 5.11 和头 3.1
+    text = re.sub(rf"(?<={_CJK})(?=[-−\d])|(?<=[\d%])(?={_CJK})", " ", text)
     for zh, en in _ZH_WORDS:
         text = text.replace(zh, en)
     return _ZH_SPEED.sub(" faster ", text)
@@ -428,7 +430,7 @@ def test_a_chinese_number_not_in_the_english_or_the_run_is_flagged():
     zh.cells[0].id = "c1"
     problems = unbacked_chinese_numbers(zh, en, "x")
     assert len(problems) == 1 and "'2.5 x'" in problems[0] and "machine-dependent" in problems[0]
-    zh.cells[0].source = "权重是 0.31，有 9% 饱和。"
+    zh.cells[0].source = "头 5.11 和头 3.1 的权重是 0.31，有 9% 饱和。"  # heads' names are names
     problems = unbacked_chinese_numbers(zh, en, "x")
     assert len(problems) == 1 and problems[0].startswith("'0.31'"), problems
 

@@ -217,3 +217,28 @@ def test_formulas_become_mathml():
     out = markdown_to_html(r"Scores $QK^\top/\sqrt{d_k}$ and $$\hat y = \arg\max_v p(v)$$")
     assert out.count("<math") == 2 and 'display="block"' in out
     assert "http" not in out and "$" not in out and problems == []
+
+
+# ---------------------------------------------------------------------------- the Chinese site
+
+
+def test_the_chinese_pages_are_chinese_and_every_page_switches_language(built):
+    """site/zh/ holds the Chinese lessons built with the English site; each links the other."""
+    from tests.conftest import ZH_SITE
+
+    out, _ = built
+    for name in sorted(ZH_SITE):
+        html_name = Path(name).with_suffix(".html").name
+        zh_page, en_page = soup(out / "zh" / html_name), soup(out / html_name)
+        assert zh_page.find("html")["lang"] in ("zh", "zh-CN")
+        text = zh_page.select_one("main").get_text()
+        assert len(re.findall(r"[\u4e00-\u9fff]", text)) > 500, f"zh/{html_name} is not Chinese"
+        assert "make lab LANG=zh" in zh_page.select_one(".ac-run-live").get_text()
+        switch = zh_page.select_one("a.ac-lang")
+        assert switch["href"] == f"../{html_name}" and switch.get_text() == "English"
+        switch = en_page.select_one("a.ac-lang")
+        assert switch["href"] == f"zh/{html_name}" and switch.get_text() == "中文"
+    assert soup(out / "zh" / "index.html").find("html")["lang"] == "zh-CN"
+    untranslated = out / "02_weighted_averaging.html"
+    if not (out / "zh" / untranslated.name).is_file():
+        assert soup(untranslated).select_one("a.ac-lang") is None  # no link to a missing page
