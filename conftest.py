@@ -26,6 +26,7 @@ def pytest_ignore_collect(collection_path, config):
             return collection_path.name not in ZH_EXECUTED
     return None
 
+
 _OUTPUTS = pytest.StashKey[dict]()
 _RECORDS = pytest.StashKey[Path]()
 
