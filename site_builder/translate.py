@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         fresh = not path.is_file() or path.stat().st_size == 0
         with path.open("a", encoding="utf-8") as fh:
             if fresh:
-                fh.write(PREAMBLE.format(source=f"lessons/{source.name}", stem=source.stem))
+                stem = catalog_path(source, args.lang).stem
+                fh.write(PREAMBLE.format(source=source.relative_to(REPO), stem=stem))
             for key, why, english in bad:
                 if why == "missing":
                     fh.write(write_entry(kind, key, english, english, todo=True))

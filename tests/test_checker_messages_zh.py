@@ -1,4 +1,4 @@
-"""Every message the checkers of lessons 1-15 can print has a Chinese entry (issue 41).
+"""Every message the checkers of lessons 1-20 can print has a Chinese entry (issue 41).
 
 The messages are read from the checker modules' source (ast), not by running them: the
 arguments of Wrong(...), the message half of every (wrong result, message) tuple of a table
@@ -6,11 +6,17 @@ of mistakes, the success= text of @checker, the what= and hint= texts that check
 front of or after a message, and the kit's own lines (attention/exercises/_checking.py). A
 plain string needs an exact entry in attention/language/zh.toml; an f-string needs a template
 whose literal parts are the same ("expected {e}, got {g}" for f"expected {x}, got {y}").
+The lines that lesson 16's use_pieces, the debugger's report and progress() print go through
+translate(): every text passed to it is read the same way. Then a learner's session in
+Chinese: every named mistake of lessons 16-20 that their tests build, the named slips of
+your own SmolLM2, use_pieces, the debugger's report and progress(), with nothing left in
+English (attention.language.missing()).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import tomllib
 from collections.abc import Iterator
@@ -22,7 +28,16 @@ from attention import language
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "attention" / "exercises"
-MODULES = ("basics", "pooling", "models", "modern", "training", "blocks", "masks_heads")
+MODULES = (
+    *("basics", "pooling", "models", "modern", "training", "blocks", "masks_heads"),
+    *("capstone", "induction", "interventions", "after2024", "masks_you_write"),
+)
+# modules whose own print sites (not the kit's) pass every line through translate()
+PRINTING = (
+    "attention/exercises/capstone.py",  # use_pieces, yours_or_course
+    "attention/exercises/records.py",  # progress() and its lines, the note when nothing is saved
+    "attention/models/pretrained/compare.py",  # the debugger's report, str(compare(...))
+)
 KIT = "_checking"
 CATALOG = ROOT / "attention" / "language" / "zh.toml"
 HOLE = "{}"  # where an f-string's value or a template's placeholder stands
@@ -32,6 +47,9 @@ KIT_TEXTS = {"_too_slow", "raised", "first_difference", "_verdict", "scale_mista
 MESSAGE_KEYWORDS = {"what", "hint", "success"}
 # texts in a pair that are data, not messages: the chat a checker feeds the learner's function
 NOT_MESSAGES = {"Why is the sky blue?"}
+# pairs of names in capstone.py that are keys, not messages: the slips only sampling shows, the
+# pieces that take the other pieces
+NOT_MESSAGES |= {"greedy always", "block"}
 
 
 def _skeletons(node: ast.AST | None, names: dict[str, list[ast.AST]]) -> Iterator[str]:
@@ -189,3 +207,108 @@ def test_a_printed_verdict_reads_in_chinese(zh, capsys, case) -> None:
     assert line.startswith(chinese), line
     assert not re.search(r"\b(the|you|of|not|row|sum|each|over|write|run|cell)\b", line), line
     assert language.missing() - before == set()
+
+
+# --- lessons 16-20: the lines printed outside the kit, and a learner's session in Chinese ------
+
+
+def translated(path: Path) -> dict[str, int]:
+    """Skeleton -> line of every text the module passes to translate()."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and list(_skeletons(node.value, {})):
+                names.setdefault(target.id, []).append(node.value)
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) == "translate" and node.args:
+            for text in _skeletons(node.args[0], names):
+                if re.search(r"[A-Za-z]{2,}", text.replace(HOLE, " ")):
+                    found.setdefault(text, node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("path", PRINTING)
+def test_every_line_printed_outside_the_kit_has_a_chinese_entry(path: str) -> None:
+    found = translated(ROOT / path)
+    assert len(found) >= 5, f"{path}: fewer texts through translate() than expected"
+    exact, templates = _catalog_skeletons()
+    missing = [
+        f"  line {line}: {text!r}"
+        for text, line in sorted(found.items(), key=lambda kv: kv[1])
+        if text not in (templates if HOLE in text else exact)
+    ]
+    assert not missing, f"{path}: texts without an entry in zh.toml:\n" + "\n".join(missing)
+
+
+def test_every_named_slip_of_your_own_smollm2_has_a_chinese_entry() -> None:
+    """capstone's checkers name a slip as f"{name}: {fix}" (compare.SLIPS) and a wrong
+    generation loop as f"{what}: {fix}" (capstone.LOOP_SLIPS); the report lists SUSPECTS."""
+    from attention.exercises.capstone import LOOP_SLIPS
+    from attention.models.pretrained.compare import SLIPS, SUSPECTS
+
+    exact, templates = _catalog_skeletons()
+    lacking = [f"exact {n!r}" for n in SLIPS if n not in exact]
+    lacking += [f"exact {fix!r}" for fix in SLIPS.values() if fix not in exact]
+    lacking += [f"template {n + ': {fix}'!r}" for n in SLIPS if f"{n}: {HOLE}" not in templates]
+    lacking += [
+        f"template {'{what}: ' + f!r}"
+        for f in LOOP_SLIPS.values()
+        if f"{HOLE}: {f}" not in templates
+    ]
+    lacking += [f"exact {s!r}" for names in SUSPECTS.values() for s in names if s not in exact]
+    assert not lacking, "zh.toml lacks:\n" + "\n".join(lacking)
+
+
+LESSONS_16_20 = ("capstone", "induction", "interventions", "after2024", "masks_you_write")
+
+
+def _wrong_answers() -> list:
+    """pytest.param(module, test, its arguments) for every case of the parametrised tests of
+    lessons 16-20's checkers: each case is a wrong answer and the mistake it should name."""
+    cases = []
+    for lesson in LESSONS_16_20:
+        module = importlib.import_module(f"tests.test_exercises_{lesson}")
+        for name, test in vars(module).items():
+            marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+            if not name.startswith("test_") or len(marks) != 1:
+                continue
+            argnames, argvalues = marks[0].args[:2]
+            if isinstance(argnames, str):
+                argnames = [a.strip() for a in argnames.split(",")]
+            for i, values in enumerate(argvalues):
+                values = getattr(values, "values", values)  # a pytest.param
+                values = values if len(argnames) > 1 else (values,)
+                kwargs = dict(zip(argnames, values, strict=True))
+                cases.append(pytest.param(module, test, kwargs, id=f"{lesson}-{name}-{i}"))
+    return cases
+
+
+class _Heard(Exception):
+    """The check has answered; the English assertions of the test that called it are skipped."""
+
+
+@pytest.mark.parametrize(("module", "test", "kwargs"), _wrong_answers())
+def test_a_learners_session_in_chinese_leaves_nothing_in_english(
+    module, test, kwargs, zh, capsys, monkeypatch, tmp_path
+) -> None:
+    """Each wrong answer of lessons 16-20's tests, checked in Chinese: the verdict is "还不对"
+    and every text in it has an entry (the catalog's missing() does not grow)."""
+    monkeypatch.setenv("ATTENTION_COURSE_RECORDS", str(tmp_path))
+    heard = []
+
+    def stand_in(check, fn, *rest):  # the test's wrong_answer(check, fn, message, capsys) or run
+        before = language.missing()
+        ok = check(fn)
+        heard.append((ok, capsys.readouterr().out.strip(), language.missing() - before))
+        raise _Heard
+
+    monkeypatch.setattr(module, "wrong_answer", stand_in, raising=False)
+    monkeypatch.setattr(module, "run", stand_in, raising=False)
+    with pytest.raises(_Heard):
+        test(**kwargs, capsys=capsys)
+    ((ok, out, left),) = heard
+    assert ok is False and out.startswith("还不对："), out
+    assert not left, f"left in English: {sorted(left)}\nprinted: {out}"

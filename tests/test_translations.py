@@ -171,3 +171,15 @@ def test_the_generated_setup_cell_switches_the_language(monkeypatch):
     assert language.language() == "zh"
     with pytest.raises(ValueError, match=r"language: expected one of \['en', 'zh'\], got 'fr'"):
         language.set_language("fr")
+
+
+@pytest.mark.parametrize("path", ["lessons/zh/README.md", "README.zh-CN.md"])
+def test_the_readmes_use_the_terminology_files_terms(path):
+    prose = _prose((ROOT / path).read_text(encoding="utf-8"))
+    found = [
+        f"{avoid!r} for {t['en']!r} (write {t['zh']!r})"
+        for t in TERMS
+        for avoid in t.get("avoid", [])
+        if avoid in prose
+    ]
+    assert not found, "\n".join(found)
