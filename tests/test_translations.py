@@ -183,3 +183,11 @@ def test_the_readmes_use_the_terminology_files_terms(path):
         if avoid in prose
     ]
     assert not found, "\n".join(found)
+
+
+def test_the_terminology_has_one_chinese_term_per_english_term():
+    english = [t["en"].lower() for t in TERMS]
+    assert len(english) == len(set(english)), "a term is listed twice in terms.toml"
+    for t in TERMS:
+        assert t["zh"] not in t.get("avoid", []), t
+        assert t.get("source") in ("articles", "d2l", "course"), t
