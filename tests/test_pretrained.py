@@ -518,3 +518,86 @@ def test_the_models_skip_the_finite_scan_in_their_layers(smol, minilm, monkeypat
     for name in ("query", "key", "value"):
         assert checks.count((name, False)) == 30 + 6  # every layer of both, unscanned
     assert not any(finite for _, finite in checks)
+
+
+# --------------------------------------------------------------------------- reference_llama
+# transformers' Llama on the course's SmolLM2 tensors (lesson 12's cross-check): against
+# transformers reading the same GGUF file (hf_llama, loaded once for this module), the same
+# weights bit for bit and logits; against the course, the tolerances lesson 12 asserts.
+
+REFERENCE_TEXT = "The capital of France is Paris. The animal didn't cross the street."
+
+
+@pytest.fixture(scope="module")
+def reference(smol):
+    pytest.importorskip("transformers")
+    from attention.models.pretrained.reference import reference_llama
+
+    return reference_llama(smol[0])
+
+
+@pytest.fixture(scope="module")
+def ids(smol):
+    return torch.tensor([smol[1].encode(REFERENCE_TEXT)])  # (1, T)
+
+
+def test_reference_logits_equal_transformers_reading_the_file(reference, hf_llama, ids):
+    with torch.no_grad():
+        ours, theirs = reference(ids).logits, hf_llama(ids).logits  # (1, T, V)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+    # every weight bit for bit, the q/k rows reordered as transformers reorders them when it
+    # reads the GGUF file (transformers dequantises with the gguf package, the course itself)
+    theirs = dict(hf_llama.named_parameters())
+    mine = dict(reference.named_parameters())
+    assert mine.keys() == theirs.keys()
+    assert [name for name, w in mine.items() if not torch.equal(w, theirs[name])] == []
+
+
+def test_reference_logits_and_maps_equal_the_courses(smol, reference, ids):
+    model, _ = smol
+    ours = model(ids)
+    with torch.no_grad():
+        ref = reference(ids, output_attentions=True)
+    assert len(ref.attentions) == 30 and ref.attentions[16].shape == ours.attentions[16].shape
+    # the tolerances lesson 12 asserts
+    assert (ours.logits - ref.logits).abs().max() < 1e-3
+    assert (
+        max((a - b).abs().max() for a, b in zip(ours.attentions, ref.attentions, strict=True))
+        < 1e-4
+    )
+
+
+def test_reference_weights_are_shared_except_q_and_k(smol, reference):
+    model, _ = smol
+    hf, block = reference.model, model.layers[5]
+    shared = [
+        (hf.embed_tokens.weight, model.embed.weight),
+        (reference.lm_head.weight, model.embed.weight),
+        (hf.norm.weight, model.norm.weight),
+        (hf.layers[5].self_attn.v_proj.weight, block.attn.v_proj.weight),
+        (hf.layers[5].self_attn.o_proj.weight, block.attn.out_proj.weight),
+        (hf.layers[5].mlp.down_proj.weight, block.ffn.down.weight),
+    ]
+    assert all(a.data_ptr() == b.data_ptr() for a, b in shared)
+    assert hf.layers[5].self_attn.q_proj.weight.data_ptr() != block.attn.q_proj.weight.data_ptr()
+    assert not any(p.requires_grad for p in reference.parameters())
+
+
+def test_half_layout_rows_pairs_features_i_and_i_plus_half():
+    # one head of D = 4: rows (pair 0: 0, 1), (pair 1: 2, 3) -> halves (0, 2), (1, 3)
+    w = torch.arange(8.0).reshape(8, 1)  # 2 heads of D = 4, M = 1
+    from attention.models.pretrained.reference import half_layout_rows
+
+    assert half_layout_rows(w, 2).flatten().tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
+
+
+def test_reference_refuses_a_bad_model_and_a_missing_transformers(smol, monkeypatch):
+    import sys
+
+    from attention.models.pretrained.reference import reference_llama
+
+    with pytest.raises(TypeError, match=r"model: expected a SmolLM2 .*got Linear"):
+        reference_llama(torch.nn.Linear(2, 2))
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers fails
+    with pytest.raises(ImportError, match=r"needs transformers.*pip install transformers gguf"):
+        reference_llama(smol[0])
