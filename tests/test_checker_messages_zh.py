@@ -19,6 +19,7 @@ import ast
 import importlib
 import re
 import tomllib
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -266,8 +267,9 @@ LESSONS_16_20 = ("capstone", "induction", "interventions", "after2024", "masks_y
 
 
 def _wrong_answers() -> list:
-    """pytest.param(module, test, its arguments) for every case of the parametrised tests of
-    lessons 16-20's checkers: each case is a wrong answer and the mistake it should name."""
+    """pytest.param(module, test, its arguments) for the first and the last case of every
+    parametrised test of lessons 16-20's checkers: each case is a wrong answer (and the
+    mistake it should name, which the stand-in below does not read)."""
     cases = []
     for lesson in LESSONS_16_20:
         module = importlib.import_module(f"tests.test_exercises_{lesson}")
@@ -278,8 +280,8 @@ def _wrong_answers() -> list:
             argnames, argvalues = marks[0].args[:2]
             if isinstance(argnames, str):
                 argnames = [a.strip() for a in argnames.split(",")]
-            for i, values in enumerate(argvalues):
-                values = getattr(values, "values", values)  # a pytest.param
+            for i in sorted({0, len(argvalues) - 1}):  # the first and the last: a fast test
+                values = getattr(argvalues[i], "values", argvalues[i])  # a pytest.param
                 values = values if len(argnames) > 1 else (values,)
                 kwargs = dict(zip(argnames, values, strict=True))
                 cases.append(pytest.param(module, test, kwargs, id=f"{lesson}-{name}-{i}"))
@@ -312,3 +314,121 @@ def test_a_learners_session_in_chinese_leaves_nothing_in_english(
     ((ok, out, left),) = heard
     assert ok is False and out.startswith("还不对："), out
     assert not left, f"left in English: {sorted(left)}\nprinted: {out}"
+
+
+ENGLISH_WORDS = re.compile(
+    r"\b(the|your|yours|not|using|said|says|given|unfinished|small|input|returned|expected|"
+    r"layer|step|difference|matches|slips|entries|lesson|tried|passed|line|skipped)\b"
+)
+
+
+def _chinese_lines(out: str) -> list[str]:
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines, "nothing was printed"
+    for line in lines:
+        row = re.fullmatch(r"[\w.]+( +\d+)+", line)  # a row of progress()'s table
+        assert row or re.search(r"[\u4e00-\u9fff]", line), f"no Chinese in {line!r}"
+        assert not ENGLISH_WORDS.search(line), f"English left in {line!r}"
+    return lines
+
+
+def test_use_pieces_and_yours_or_course_speak_chinese(zh, capsys) -> None:
+    from attention.exercises import capstone as C
+    from attention.exercises import solution_capstone as S
+    from tests.test_exercises_capstone import SLIPPED
+
+    def my_rope(x, positions, base):
+        raise NotImplementedError
+
+    def my_swiglu(x, w_gate, w_up, w_down):
+        return x[..., :1]  # another shape than the course's
+
+    layer_norm = SLIPPED["LayerNorm (mean subtracted) instead of RMSNorm"][1]
+    before = language.missing()
+    C.use_pieces(rms_norm=layer_norm, rope=my_rope, swiglu=my_swiglu)
+    C.yours_or_course(layer_norm, S.solution_rms_norm, C.check_rms_norm)
+    C.yours_or_course(S.solution_rms_norm, S.solution_rms_norm, C.check_rms_norm)
+    lines = _chinese_lines(capsys.readouterr().out)
+    assert language.missing() - before == set()
+    assert lines[0] == "你的部件： rms_norm"
+    assert "rope（my_rope 还没写完）" in lines[1] and "causal_mask（未提供）" in lines[1]
+    assert "swiglu（在一个小输入上返回了 (1, 3, 1)，应为 (1, 3, 24)）" in lines[1]
+    assert lines[2].startswith("检查未通过，但仍然使用： rms_norm（check_rms_norm 的结论：还不对：")
+    assert lines[-2].startswith("使用课程的 solution_rms_norm：check_rms_norm 对你的 layer_norm")
+    assert lines[-1] == "使用你的 solution_rms_norm（它通过了 check_rms_norm）"
+
+
+def test_the_debuggers_report_speaks_chinese(zh) -> None:
+    import torch
+
+    from attention.models.pretrained import compare as D
+
+    shape_gap = D._gap(torch.zeros(2, 3), torch.zeros(3, 2), 1e-3)  # its detail: another shape
+    recorder = D._Recorder(D.COURSE.replace(attention=lambda q, k, v, mask: q), n_layers=1)
+    recorder.layer = 0
+    with pytest.raises(D.PieceError) as error:  # a piece that returns one tensor, not a pair
+        recorder.pieces.attention(*(torch.zeros(1, 2, 3, 4),) * 3, torch.ones(3, 3, dtype=bool))
+    mask = "the causal mask off by one (the diagonal excluded)"
+    reports = [
+        D.Comparison(None, (), (), 1.2e-6, None, 1e-3),
+        D.Comparison(None, (), (), None, str(error.value), 1e-3),
+        D.Comparison(
+            D.Gap("whole text", 0, "mask", 12.0, 1.0, (0, 2), "", piece="causal_mask"),
+            (mask,),
+            D.SUSPECTS["causal_mask"],
+            0.5,
+            None,
+            1e-3,
+        ),
+        D.Comparison(
+            D.Gap("with the cache", 1, "q_rope", 0.3, 2.0, (0, 1, 2, 3), "", piece="rope"),
+            (),
+            D.SUSPECTS["rope"],
+            0.5,
+            None,
+            1e-3,
+        ),
+        D.Comparison(D.Gap("whole text", None, "logits", *shape_gap), (), (), None, None, 1e-3),
+    ]
+    before = language.missing()
+    lines = _chinese_lines("\n".join(str(r) for r in reports))
+    assert language.missing() - before == set()
+    assert "  吻合：因果掩码差了一位（把对角线排除了）：查询 i 可以看到键 i 自己：j <= i" in lines
+    assert "  rope 中常见的失误： 用了另一种 RoPE 布局（前后两半）；RoPE 转反了方向；" in "\n".join(
+        lines
+    )
+    assert (
+        "第一处差异：层 1，步骤 'q_rope'（借助缓存）：最大差值 0.3，位于 (0, 1, 2, 3)"
+        in "\n".join(lines)
+    )
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def test_progress_speaks_chinese_in_columns(zh, capsys, monkeypatch, tmp_path) -> None:
+    """The records keep the English verdict (the teacher's table counts it); progress() shows
+    it in Chinese, the columns lined up as a terminal shows CJK characters (two columns)."""
+    from attention import exercises as E
+    from attention.exercises import records
+    from attention.exercises import solution_induction as S
+
+    monkeypatch.setenv(records.RECORDS_ENV, str(tmp_path))
+    E.check_toy_induction_score(S.solution_toy_induction_score)
+    E.check_batch_previous_token_score(
+        lambda w: w.diagonal(0, -2, -1).mean((0, -1))
+    )  # the diagonal
+    with records.records_file().open("a", encoding="utf-8") as f:
+        f.write('{"exercise": 3}\n')  # a damaged line
+    capsys.readouterr()
+    before = language.missing()
+    records.progress()
+    lines = _chinese_lines(capsys.readouterr().out)
+    assert language.missing() - before == set()
+    assert lines[0].endswith("第 3 行：exercise：应为字符串，却得到了 int；已跳过这一行")
+    header, lesson, open_one = lines[1:]
+    assert header.split() == ["课", "尝试", "通过", "共"] and _width(header) == _width(lesson) == 45
+    assert lesson.split() == ["17_induction_heads", "2", "1", "5"]
+    assert open_one.startswith("    尚未通过： check_batch_previous_token_score: 你算的是对角线")
+    assert "you counted the diagonal" in records.records_file().read_text(encoding="utf-8")

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..language import language, translate
 from ..models.pretrained.compare import (
     COURSE,
     SLIPS,
@@ -621,6 +622,14 @@ def _short(message: str, width: int = 150) -> str:
     return message if len(message) <= width else message[: width - 3] + "..."
 
 
+def _said(name: str, check: str, why: str) -> str:
+    """'rms_norm (check_rms_norm said Not yet: ...)', the verdict cut to 150 characters in
+    English; in another language the whole line is translated (a cut text has no entry)."""
+    if language() == "en":
+        return f"{name} ({check} said {_short(why)})"
+    return translate(f"{name} ({check} said {why})")
+
+
 def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
     """Your model's Pieces: each of your functions that runs, the course's solution for the rest.
 
@@ -654,7 +663,7 @@ def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
             yours.append(name)
             why = verdict(CHECKS[name], fn)
             if why is not None:
-                rejected.append(f"{name} ({CHECKS[name].__name__} said {_short(why)})")
+                rejected.append((name, CHECKS[name].__name__, why))
             continue
         chosen[name] = solution
         if isinstance(error, NotImplementedError):
@@ -664,14 +673,20 @@ def use_pieces(*, quiet: bool = False, **mine: Callable[..., Any]) -> Pieces:
             course.append(f"{name} ({type(error).__name__} on a small input: {error})")
         else:
             course.append(f"{name} (returned {_form(got)} on a small input, expected {want})")
-    if not quiet:
-        print("your pieces:", ", ".join(yours) if yours else "none yet")
-        print("the course's solutions for:", "; ".join(course) if course else "none")
-        for line in rejected:
-            print(f"used although its check rejects it: {line}")
+    if not quiet:  # each line through translate(): English as it is, or the chosen language's
+        print(translate("your pieces:"), ", ".join(yours) if yours else translate("none yet"))
+        print(
+            translate("the course's solutions for:"),
+            translate("; ").join(translate(c) for c in course) if course else translate("none"),
+        )
+        for name, check, why in rejected:
+            print(translate("used although its check rejects it:"), _said(name, check, why))
         if rejected:
             print(
-                "  (the model below runs them as you wrote them; section 6 finds what they change)"
+                translate(
+                    "  (the model below runs them as you wrote them; section 6 finds what they "
+                    "change)"
+                )
             )
     return Pieces(**chosen)
 
@@ -686,10 +701,11 @@ def yours_or_course(
         raise TypeError(f"mine: expected a function, got {type(mine).__name__}")
     why = verdict(check, mine)
     if why is None:
-        print(f"using your {_checking.name_of(mine)} (it passes {check.__name__})")
+        print(translate(f"using your {_checking.name_of(mine)} (it passes {check.__name__})"))
         return mine
-    print(
+    english = (
         f"using the course's {course.__name__}: {check.__name__} says of your "
-        f"{_checking.name_of(mine)}: {_short(why)}"
+        f"{_checking.name_of(mine)}: "
     )
+    print(english + _short(why) if language() == "en" else translate(english + why))
     return course

@@ -25,9 +25,12 @@ from __future__ import annotations
 import json
 import os
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..language import translate
 
 __all__ = [
     "EXERCISE_LESSON",
@@ -214,8 +217,10 @@ def record(exercise: str, outcome: str, message: str) -> None:
         if not _warned:
             _warned.append(str(exc))
             print(
-                f"(your progress was not saved: {type(exc).__name__}: {exc}; set "
-                f"{RECORDS_ENV} to a folder you can write, or to off)"
+                translate(
+                    f"(your progress was not saved: {type(exc).__name__}: {exc}; set "
+                    f"{RECORDS_ENV} to a folder you can write, or to off)"
+                )
             )
 
 
@@ -270,8 +275,15 @@ def _lesson_order(lesson: str | None) -> tuple[int, str]:
     return (0, lesson) if lesson else (1, "")
 
 
+def _pad(text: str, width: int, *, right: bool = False) -> str:
+    """text padded to `width` columns as a terminal shows them (a CJK character takes two)."""
+    shown = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    fill = " " * max(0, width - shown)
+    return fill + text if right else text + fill
+
+
 def progress_lines(records: Iterable[Record]) -> Iterator[str]:
-    """The lines `progress` prints for these records."""
+    """The lines `progress` prints for these records, in the chosen language (translate)."""
     last: dict[str, Record] = {}  # exercise -> its latest attempt (not "not attempted")
     passed: set[str] = set()
     for r in records:
@@ -282,17 +294,29 @@ def progress_lines(records: Iterable[Record]) -> Iterator[str]:
             passed.add(r.exercise)
     lessons = sorted({r.lesson for r in last.values()}, key=_lesson_order)
     if not lessons:
-        yield "No exercise tried yet: write a function in a lesson and run its check cell."
+        yield translate(
+            "No exercise tried yet: write a function in a lesson and run its check cell."
+        )
         return
-    yield f"{'lesson':28} {'tried':>5} {'passed':>6} {'of':>3}"
+    yield " ".join(
+        (
+            _pad(translate("lesson"), 28),
+            _pad(translate("tried"), 5, right=True),
+            _pad(translate("passed"), 6, right=True),
+            _pad(translate("of"), 3, right=True),
+        )
+    )
     for lesson in lessons:
         tried = [e for e, r in last.items() if r.lesson == lesson]
         total = sum(1 for v in EXERCISE_LESSON.values() if v == lesson) if lesson else len(tried)
         done = sum(e in passed for e in tried)
-        yield f"{lesson or 'outside the lessons':28} {len(tried):>5} {done:>6} {total:>3}"
+        name = _pad(lesson or translate("outside the lessons"), 28)
+        yield f"{name} {len(tried):>5} {done:>6} {total:>3}"
         for exercise in tried:
             if exercise not in passed:
-                yield f"    not passed yet: {exercise}: {last[exercise].message[:100]}"
+                # the record keeps the English verdict; it is shown in the chosen language
+                message = translate(last[exercise].message)[:100]
+                yield f"    {translate('not passed yet:')} {exercise}: {message}"
 
 
 def progress(path: str | os.PathLike[str] | None = None) -> None:
@@ -304,10 +328,10 @@ def progress(path: str | os.PathLike[str] | None = None) -> None:
     if path is None:
         path = records_file()
         if path is None:
-            print(f"Records are off ({RECORDS_ENV}=off): no progress to show.")
+            print(translate(f"Records are off ({RECORDS_ENV}=off): no progress to show."))
             return
     records, problems = read_records(path)
     for problem in problems:
-        print(problem)
+        print(translate(problem))
     for line in progress_lines(records):
         print(line)

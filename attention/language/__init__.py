@@ -73,12 +73,14 @@ class Catalog:
                         f"catalog entry {english!r}: its translation {other!r} must use the"
                         " same placeholders"
                     )
-                templates.append((self._pattern(english), other))
+                literal = len(_PLACEHOLDER.sub("", english))
+                templates.append((self._pattern(english), other, literal))
             else:
                 self.exact[english] = other
-        # the most literal text first, so "Not yet: {why}" loses to a longer, more specific one
-        templates.sort(key=lambda t: -len(_PLACEHOLDER.sub("", t[0].pattern)))
-        self.templates = templates
+        # the most literal English first (not the regex's length, which counts its own syntax),
+        # so "Not yet: {why}" loses to a longer, more specific one
+        templates.sort(key=lambda t: -t[2])
+        self.templates = [(pattern, other) for pattern, other, _ in templates]
 
     @staticmethod
     def _pattern(english: str) -> re.Pattern:
@@ -94,21 +96,39 @@ class Catalog:
         parts.append(re.escape(english[last:]))
         return re.compile("".join(parts) + r"\Z", re.S)
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one catalog per language, kept for good
     def translate(self, text: str) -> str:
+        result, left = self._translate(text)
+        _missing.update(left)
+        return result
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one catalog per language, kept for good
+    def _translate(self, text: str) -> tuple[str, frozenset[str]]:
+        """(text translated, the parts of it left in English). Where several templates match,
+        the first (most literal) whose every placeholder translates wins, else the one that
+        leaves the least English: "Not yet: {why}" and "{a}{b}: expected {c}, got {d}" both
+        match "Not yet: x: expected 1, got 2", and only the first splits it where it means."""
         if text in self.exact:
-            return self.exact[text]
+            return self.exact[text], frozenset()
         stripped = text.strip()
         if stripped != text and stripped in self.exact:
-            return text.replace(stripped, self.exact[stripped])
+            return text.replace(stripped, self.exact[stripped]), frozenset()
+        fallback = None
         for pattern, other in self.templates:
             m = pattern.match(text)
             if m:
-                values = {k: self.translate(v) for k, v in m.groupdict().items()}
-                return _PLACEHOLDER.sub(functools.partial(_value, values), other)
+                parts = {k: self._translate(v) for k, v in m.groupdict().items()}
+                left = frozenset().union(*(p[1] for p in parts.values()))
+                values = {k: p[0] for k, p in parts.items()}
+                result = _PLACEHOLDER.sub(functools.partial(_value, values), other)
+                if not left:
+                    return result, left
+                if fallback is None or sum(map(len, left)) < sum(map(len, fallback[1])):
+                    fallback = (result, left)
+        if fallback is not None:
+            return fallback
         if re.search(r"[A-Za-z]{2,}", text) and not _identifier_like(text):
-            _missing.add(text)
-        return text
+            return text, frozenset({text})
+        return text, frozenset()
 
 
 def _value(values: dict[str, str], placeholder: re.Match) -> str:

@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ...functional import scaled_dot_product_attention
+from ...language import translate
 from ...masks import causal_mask as _core_causal_mask
 from ...multihead import merge_heads
 from ...positional import apply_rope
@@ -521,15 +522,20 @@ class Comparison:
         return self.first is None and self.error is None
 
     def __str__(self) -> str:
+        # every line through translate(): English as it is, or the chosen language's
         lines = []
         if self.logits_max_diff is not None:
-            lines.append(f"logits: largest difference {self.logits_max_diff:.2e} (whole text)")
+            lines.append(
+                translate(f"logits: largest difference {self.logits_max_diff:.2e} (whole text)")
+            )
         if self.error is not None:
-            lines.append(f"stopped: {self.error}")
+            lines.append(translate(f"stopped: {self.error}"))
         if self.first is None and self.error is None:
             lines.append(
-                f"every step of every layer agrees within {self.tol:g}, both runs (whole text, "
-                "and with the cache)"
+                translate(
+                    f"every step of every layer agrees within {self.tol:g}, both runs (whole "
+                    "text, and with the cache)"
+                )
             )
             return "\n".join(lines)
         g = self.first
@@ -541,25 +547,36 @@ class Comparison:
                 else f"largest difference {g.max_diff:.3g} at {g.where} "
                 f"(values up to {g.scale:.3g})"
             )
-            lines.append(f"first difference: {where} ({g.run}): {size}")
+            lines.append(translate(f"first difference: {where} ({g.run}): {size}"))
             if g.detail:
-                lines.append(f"  {g.detail}")
+                lines.append("  " + translate(g.detail))
             if g.piece is not None:
                 lines.append(
-                    f"  in your {g.piece}: given the same inputs, the course's {g.piece} "
-                    "returns something else (every piece before it agrees)"
+                    "  "
+                    + translate(
+                        f"in your {g.piece}: given the same inputs, the course's {g.piece} "
+                        "returns something else (every piece before it agrees)"
+                    )
                 )
             else:
                 lines.append(
-                    "  each of your pieces, called through f, agrees with the course's on its own "
-                    "inputs: float rounding grown over the layers, or a piece of yours that calls "
-                    "another directly (my_rope(...) instead of f.rope(...)), which the debugger "
-                    "cannot watch"
+                    "  "
+                    + translate(
+                        "each of your pieces, called through f, agrees with the course's on its "
+                        "own inputs: float rounding grown over the layers, or a piece of yours "
+                        "that calls another directly (my_rope(...) instead of f.rope(...)), which "
+                        "the debugger cannot watch"
+                    )
                 )
         for name in self.matches:
-            lines.append(f"  matches: {name}: {SLIPS[name]}")
+            lines.append("  " + translate(f"matches: {name}: {SLIPS[name]}"))
         if not self.matches and self.suspects:
-            lines.append(f"  usual slips in {g.piece}: " + "; ".join(self.suspects))
+            lines.append(
+                "  "
+                + translate(f"usual slips in {g.piece}:")
+                + " "
+                + translate("; ").join(translate(s) for s in self.suspects)
+            )
         return "\n".join(lines)
 
 
