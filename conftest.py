@@ -17,7 +17,7 @@ import pytest
 # The Chinese lessons share the English lessons' code cells (tests/test_translations.py proves
 # it), so nbval runs only these of them end to end; the others are checked structurally and
 # their prose numbers against the English run (tests/test_prose_numbers.py).
-ZH_EXECUTED = {"04_scaled_dot_product.ipynb"}
+ZH_EXECUTED = {"04_scaled_dot_product.ipynb", "06_masks.ipynb"}
 
 
 def pytest_ignore_collect(collection_path, config):
