@@ -54,15 +54,20 @@ def _prose(text: str) -> str:
     return re.sub(r"\]\([^)]*\)", "]", text)
 
 
-@pytest.mark.parametrize("english", ZH, ids=[p.stem for p in ZH])
-def test_terms_are_the_terminology_files(english):
-    prose = _prose("\n".join(_markdown(ROOT / "lessons/zh" / english.name)))
-    found = [
+def avoided_words(prose: str) -> list[str]:
+    """Each `avoid` rendering of terms.toml that the prose uses, with the term to write."""
+    return [
         f"{avoid!r} for {t['en']!r} (write {t['zh']!r})"
         for t in TERMS
         for avoid in t.get("avoid", [])
         if avoid in prose
     ]
+
+
+@pytest.mark.parametrize("english", ZH, ids=[p.stem for p in ZH])
+def test_terms_are_the_terminology_files(english):
+    prose = _prose("\n".join(_markdown(ROOT / "lessons/zh" / english.name)))
+    found = avoided_words(prose)
     assert not found, "\n".join(found)
 
 
@@ -176,12 +181,7 @@ def test_the_generated_setup_cell_switches_the_language(monkeypatch):
 @pytest.mark.parametrize("path", ["lessons/zh/README.md", "README.zh-CN.md"])
 def test_the_readmes_use_the_terminology_files_terms(path):
     prose = _prose((ROOT / path).read_text(encoding="utf-8"))
-    found = [
-        f"{avoid!r} for {t['en']!r} (write {t['zh']!r})"
-        for t in TERMS
-        for avoid in t.get("avoid", [])
-        if avoid in prose
-    ]
+    found = avoided_words(prose)
     assert not found, "\n".join(found)
 
 

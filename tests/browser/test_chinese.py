@@ -9,24 +9,21 @@ checkers' verdicts in Chinese, its AttentionExplorer's slider moved and the map 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from tests.browser import harness
-from tests.browser.cases import ExplorerCase, operate_explorer
+from tests.browser.cases import EXPLORER_CASES, operate_explorer
 
 pytestmark = pytest.mark.browser
 
 LESSON = "lessons/zh/04_scaled_dot_product.ipynb"
-SEQ_LEN = ExplorerCase(
+# the English lesson explorers' seq_len case, on the Chinese lesson 4
+SEQ_LEN = replace(
+    next(c for c in EXPLORER_CASES if c.id == "attention-seq-len"),
     id="zh-attention-seq-len",
     notebook=LESSON,
-    scope="ac-attention-explorer",
-    control="ac-seq-len",
-    figure="ac-panel-weights",
-    readout="ac-readout",
-    expect=r"{value}, {value}\)",  # the shapes table: (..., Tq, Tk)
-    shot="ac-attention-explorer",
 )
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
