@@ -1,7 +1,8 @@
 """What the browser tests open and poke: notebooks to run, and explorers to operate.
 
 To cover a new explorer, add an ExplorerCase below; test_lab.py and test_voila.py both pick
-it up. Lesson notebooks (lessons/*.ipynb) are picked up without any edit.
+it up. A lesson that builds a view with data of its own (DATA_VIEWS) runs in JupyterLab
+without any edit here.
 
 Most explorer cases use the gallery lessons/explorers.ipynb (its explorers, one per cell).
 Consecutive cases of one notebook share one run of it (conftest.HeldRun), so keep them
@@ -12,9 +13,11 @@ class as `scope` and every other class is looked up inside it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -321,18 +324,48 @@ EXPLORER_CASES: list[ExplorerCase] = [
 ]
 
 
-def notebook_params() -> list[object]:
-    """The demo notebook(s) plus every lesson; a skipped placeholder while there are none.
+# Views a lesson feeds with data of its own (its hand-built weights, a trained or a real model's,
+# a live chart): a lesson that builds one runs in JupyterLab (test_lab.py) from top to bottom.
+# Every other lesson shows only explorers as the gallery and LESSON_EXPLORERS show them, which
+# the keyboard cases below drive in JupyterLab and Voila; every lesson runs under nbval and in the
+# site build as well, so a cell that fails anywhere fails the suite.
+DATA_VIEWS = (
+    "TokenAttentionView",
+    "TrainingAttentionExplorer",
+    "HeadView",
+    "ModelView",
+    "NeuronView",
+    "SeriesChart",
+    "InductionExplorer",
+    "PatchingExplorer",
+    "RolloutExplorer",
+    "QueryKeyExplorer",
+)
 
-    Not the notebooks that hold one explorer for a keyboard case (model_view.ipynb, ...): the
-    case runs them and fails on an error cell already."""
-    fixtures = {c.notebook for c in EXPLORER_CASES} - {"demo.ipynb"}
+
+def builds_data_view(notebook: Path) -> bool:
+    """Whether a code cell of the notebook builds one of DATA_VIEWS."""
+    built = re.compile(r"\b(?:" + "|".join(DATA_VIEWS) + r")\(")
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return any(c["cell_type"] == "code" and built.search("".join(c["source"])) for c in cells)
+
+
+def notebook_params() -> list[object]:
+    """The demo notebooks no keyboard case runs, and the lessons that build a data view.
+
+    Not the notebooks that hold explorers for a keyboard case (model_view.ipynb, the gallery,
+    ...): the case runs them and fails on an error cell already."""
+    fixtures = {c.notebook for c in EXPLORER_CASES}
     demos = [p for p in harness.demo_notebooks() if p.name not in fixtures]
     params: list[object] = [pytest.param(p.name, id=p.stem) for p in demos]
-    lessons = harness.lesson_notebooks()
+    lessons = [
+        p
+        for p in harness.lesson_notebooks()
+        if f"lessons/{p.name}" not in fixtures and builds_data_view(p)
+    ]
     params += [pytest.param(f"lessons/{p.name}", id=p.stem) for p in lessons]
     if not lessons:
-        skip = pytest.mark.skip(reason="no lessons/*.ipynb yet")
+        skip = pytest.mark.skip(reason="no lesson builds a data view")
         params.append(pytest.param("lessons/*.ipynb", id="lessons", marks=skip))
     return params
 
