@@ -45,7 +45,7 @@ def test_env_puts_the_template_root_and_the_package_first_and_keeps_the_rest() -
 
     assert env["JUPYTER_PATH"].split(os.pathsep) == [str(classroom.TEMPLATE_ROOT), "/a"]
     assert env["PYTHONPATH"].split(os.pathsep) == [str(classroom.PACKAGE_PARENT), "/b", "/c"]
-    assert (classroom.PACKAGE_PARENT / "widgets" / "classroom.py").exists()
+    assert (classroom.PACKAGE_PARENT / "widgets" / "classroom" / "__init__.py").exists()
 
 
 def test_voila_finds_the_template_and_bases_it_on_lab(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -462,7 +462,9 @@ def test_a_kernel_given_to_a_page_is_not_culled_before_the_page_connects(
         with ThreadPoolExecutor(1) as pool:
             pool.submit(asyncio.run, coroutine).result()
 
-    manager = classroom._voila_classes()["ClassroomKernelManager"](max_kernels=4)
+    from widgets.classroom.server import ClassroomKernelManager
+
+    manager = ClassroomKernelManager(max_kernels=4)
     culled: list[str] = []
 
     async def cull(self, kernel_id: str) -> None:  # Jupyter's culling, recorded
@@ -478,3 +480,117 @@ def test_a_kernel_given_to_a_page_is_not_culled_before_the_page_connects(
 
     assert culled == ["old", "other", "slow"]
     assert manager.connect_grace == classroom.CONNECT_GRACE_S
+
+
+# ---------------------------------------------------------------------------- the server classes
+
+
+def test_the_server_classes_are_built_without_starting_a_server() -> None:
+    from voila.tornado.handler import TornadoVoilaHandler
+
+    from widgets.classroom import server
+
+    manager = server.ClassroomKernelManager(max_kernels=2, pool_target=1)
+    assert (manager.held(), manager.full(), manager.pool_ready()) == (0, False, 0)
+    assert manager.usable_pool("demo.ipynb") == 0  # no pool yet: Voilà adds it when preheating
+    manager.starting = 2
+    assert manager.full() and manager.held() == 2
+    assert server.ClassFull(2).status_code == 503
+    app = server.ClassroomVoila(classroom_extra_hosts=["Class.Local"])
+    assert (app.classroom_ip, app.classroom_extra_hosts) == (classroom.DEFAULT_IP, ["Class.Local"])
+    page = server.guarded(TornadoVoilaHandler, confine=True, page=True)
+    assert issubclass(page, TornadoVoilaHandler) and page.__name__ == "TornadoVoilaHandler"
+    config = classroom.voila_config()
+    assert config.VoilaConfiguration.multi_kernel_manager_class is server.ClassroomKernelManager
+
+
+# ---------------------------------------------------------------------------- Voilà's internals
+
+
+@pytest.mark.parametrize("version", ["0.6.0", "0.4.14", "1.0.0a1", "not a version"])
+def test_the_adapter_refuses_a_voila_outside_the_versions_it_reads(version: str) -> None:
+    from widgets.classroom import voila_adapter
+
+    expected = rf"as voila>=0\.5,<0\.6 keeps them, got voila {re.escape(version)}; pip install"
+    with pytest.raises(RuntimeError, match=expected):
+        voila_adapter.check_voila_version(version)
+    assert voila_adapter.check_voila_version("0.5.0") == "0.5.0"
+    assert voila_adapter.check_voila_version() == voila_adapter.metadata.version("voila")
+
+
+def test_the_adapter_says_when_voila_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from widgets.classroom import voila_adapter
+
+    def missing(name: str) -> str:
+        raise voila_adapter.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(voila_adapter.metadata, "version", missing)
+    with pytest.raises(RuntimeError, match=r"needs voila>=0\.5,<0\.6, got no Voilà; pip install"):
+        voila_adapter.check_voila_version()
+
+
+def test_the_server_checks_the_version_before_it_imports_voila() -> None:
+    """`import widgets.classroom` leaves Voilà out (it is slow to import); the server module
+    imports the adapter first, so another Voilà stops it with the sentence, not a later
+    AttributeError (or a pool silently read as empty)."""
+    script = (
+        "import sys, importlib.metadata as m, widgets.classroom\n"
+        "print('voila' in sys.modules)\n"
+        "m.version = lambda name: '0.6.1'\n"
+        "try:\n"
+        "    import widgets.classroom.server\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+        "print('voila' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "False" and lines[-1] == "False", out.stdout + out.stderr
+    assert "got voila 0.6.1" in lines[1]
+
+
+def test_the_adapter_reads_voilas_pool_as_voila_keeps_it() -> None:
+    """Pool entries as Voilà 0.5 stores them (futures of {"task", "renderer", "kernel_id"}):
+    started or not, their notebook run or not; and those names in the installed Voilà."""
+    import inspect
+
+    import voila.app
+    import voila.voila_kernel_manager
+
+    from widgets.classroom import voila_adapter
+
+    loop = asyncio.new_event_loop()
+    try:
+
+        def entry(kernel_id: str, rendered: bool) -> asyncio.Future:
+            task = loop.create_future()
+            if rendered:
+                task.set_result(None)
+            started = loop.create_future()
+            started.set_result({"task": task, "renderer": None, "kernel_id": kernel_id})
+            return started
+
+        failed, starting = loop.create_future(), loop.create_future()
+        failed.set_exception(RuntimeError("kernel died"))
+
+        class Manager:
+            _pools = {"a.ipynb": [entry("k1", True), entry("k2", False), failed, starting],
+                      "b.ipynb": [entry("k3", True)]}  # fmt: skip
+            notebook_data = {"a.ipynb": {}}
+
+        assert voila_adapter.pool_kernel_ids(Manager()) == {"k1", "k2", "k3"}
+        assert voila_adapter.pool_started(Manager(), "a.ipynb") == 2
+        assert voila_adapter.pool_started(Manager(), "c.ipynb") == 0
+        assert voila_adapter.pool_rendered(Manager()) == 2
+        assert voila_adapter.pool_is_set_up(Manager()) and not voila_adapter.pool_is_set_up(None)
+        starting.cancel()
+    finally:
+        loop.close()
+    assert voila_adapter.is_pool_start({"env": {"VOILA_PREHEAT": "True"}})
+    assert not voila_adapter.is_pool_start({"env": None})
+    source = inspect.getsource(voila.voila_kernel_manager)
+    for read in ("self._pools", "self.notebook_data", "kernel_env[ENV_VARIABLE.VOILA_PREHEAT]",
+                 '{"task": task, "renderer": renderer, "kernel_id": kernel_id}'):  # fmt: skip
+        assert read in source, f"Voilà no longer keeps {read}: update voila_adapter"
+    assert "settings[self.name] = self" in inspect.getsource(voila.app.Voila.init_settings)
+    assert voila.app.Voila.name == "voila"

@@ -48,7 +48,7 @@ print(json.dumps({
         "explorers": str(registry.DATA),
         "template": str(template),
         "static": str(STATIC),
-        "package_parent": str(classroom.PACKAGE_PARENT / "widgets" / "classroom.py"),
+        "package_parent": str(classroom.PACKAGE_PARENT / "widgets" / "classroom" / "__init__.py"),
     },
     "pairs": [p.kind for p in pairs],
     "checkpoint_parameters": sum(p.numel() for p in model.parameters()),

@@ -38,17 +38,20 @@ the server's own culler: a kernel with no connection, idle for ``--cull-idle-tim
 open, or one waiting in the pool, is never culled, nor one given to a page that has not yet
 connected, for 180 s (a pool kernel last worked when it ran the notebook, long before; on a busy
 machine a page of many explorers can take a minute to connect).
+
+The package. This module is the command line and what it configures (importing it does not
+import Voilà, which is slow); ``server.py`` holds Voilà's subclasses (the capped kernel
+manager, the guarded handlers, the app), imported when a server starts;
+``voila_adapter.py`` is the one place that reads Voilà's internals, and it refuses a Voilà
+outside the versions they were read from.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import os
 import re
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +60,9 @@ from urllib.parse import urlsplit
 
 TEMPLATE = "classroom"
 # Voilà finds templates under <dir>/voila/templates/<name> for each dir on JUPYTER_PATH.
-TEMPLATE_ROOT = Path(__file__).resolve().parent / "share"
+TEMPLATE_ROOT = Path(__file__).resolve().parents[1] / "share"
 # The folder that holds the `widgets` package, so the kernel imports this copy of the course.
-PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 DEFAULT_PORT = 8866
 DEFAULT_IP = "127.0.0.1"
 CULL_IDLE_TIMEOUT = 45  # s without a connection and without work before a kernel is shut down
@@ -204,217 +207,6 @@ Teacher: <code>--max-kernels</code> sets the number of places.</p>
 """
 
 
-# ---------------------------------------------------------------------------- Voilà parts
-
-
-def _succeeded(task: asyncio.Future) -> bool:
-    """Whether a pool task has finished without error (it holds a started kernel)."""
-    return task.done() and not task.cancelled() and task.exception() is None
-
-
-_VOILA: dict[str, Any] = {}  # the classes below, built on first use (importing Voilà is slow)
-
-
-def _voila_classes() -> dict[str, Any]:
-    """Build the Voilà subclasses (guarded handlers, capped kernel manager, the app) once."""
-    if _VOILA:
-        return _VOILA
-    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
-    from tornado import web
-    from traitlets import Integer, List, Unicode
-    from voila.app import Voila
-    from voila.static_file_handler import AllowListFileHandler
-    from voila.tornado.contentshandler import VoilaContentsHandler
-    from voila.tornado.handler import TornadoVoilaHandler
-    from voila.tornado.treehandler import TornadoVoilaTreeHandler
-
-    class ClassFull(web.HTTPError):
-        def __init__(self, max_kernels: int) -> None:
-            super().__init__(503, "the class is full: %d kernels", max_kernels)
-
-    class ClassroomKernelManager(AsyncMappingKernelManager):
-        """Voilà's kernel manager with a cap on the kernels it holds.
-
-        Voilà builds its pool (preheat) on top of this class, so every start comes here: a
-        page's start beyond the cap raises ClassFull (503); a pool refill waits until fewer
-        than `pool_target` kernels (and fewer than the cap) are held, i.e. until pages close.
-        """
-
-        max_kernels = Integer(0, config=True, help="most kernels held at once; 0: no cap")
-        pool_target = Integer(
-            0, config=True, help="a pool refill waits while this many kernels are held"
-        )
-
-        connect_grace = Integer(
-            CONNECT_GRACE_S,
-            config=True,
-            help="seconds a kernel given to a page is not culled while the page has not connected",
-        )
-
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.starting = 0  # starts under way (not yet listed)
-            self.pool_starting = 0  # of which for the pool
-            self._watch: asyncio.Task | None = None
-            self.given: dict[str, float] = {}  # kernel id -> when a page got it (monotonic s)
-            self._pooled: set[str] = set()
-
-        def _pool_ids(self) -> set[str]:
-            return {
-                item.result()["kernel_id"]
-                for pool in getattr(self, "_pools", {}).values()
-                for item in pool
-                if _succeeded(item)
-            }
-
-        def notify_connect(self, kernel_id: str) -> None:
-            self.given.pop(kernel_id, None)  # its page connected: from now on, usual culling
-            super().notify_connect(kernel_id)
-
-        def _note_given(self) -> None:
-            """Note the kernels that have left the pool since the last look: pages took them."""
-            pooled = self._pool_ids()
-            for kernel_id in (self._pooled - pooled) & set(self.list_kernel_ids()):
-                if not self._kernel_connections.get(kernel_id):
-                    self.given.setdefault(kernel_id, time.monotonic())
-            self._pooled = pooled
-
-        async def cull_kernel_if_idle(self, kernel_id: str) -> None:
-            """Cull as Jupyter does, except a kernel whose page has not connected yet, for
-            `connect_grace` s after the page got it: a pool kernel's last activity is when it
-            ran the notebook, long before, and a busy machine's page may take a minute."""
-            self._note_given()  # one that left the pool a moment ago is a page's now
-            since = self.given.get(kernel_id)
-            if since is not None and time.monotonic() - since < self.connect_grace:
-                return
-            await super().cull_kernel_if_idle(kernel_id)
-
-        def pool_ready(self) -> int:
-            """Pool kernels that have run the whole notebook (their page is rendered)."""
-            return sum(
-                1
-                for pool in getattr(self, "_pools", {}).values()
-                for item in pool
-                if _succeeded(item) and item.result()["task"].done()
-            )
-
-        async def _say_when_the_pool_is_ready(self) -> None:
-            """Log each time the pool becomes full of kernels that have run the notebook
-            (Voilà's own "pool filled" comes when they have started, long before)."""
-            said = False
-            while True:
-                self._note_given()
-                ready = self.pool_target > 0 and self.pool_ready() >= self.pool_target
-                if ready and not said:
-                    self.log.info(
-                        "Classroom: %d kernels have run the notebook; pages open at once now",
-                        self.pool_target,
-                    )
-                said = ready
-                await asyncio.sleep(1.0)
-
-        def held(self) -> int:
-            """Kernels running or starting (pool refills still waiting for room not counted)."""
-            return len(self.list_kernel_ids()) + self.starting
-
-        def full(self) -> bool:
-            return 0 < self.max_kernels <= self.held()
-
-        def usable_pool(self, notebook_path: str) -> int:
-            """Pool kernels a page view can take now: ready or starting (not those waiting for
-            a place, nor those in the pause Voilà makes before a refill)."""
-            if not getattr(self, "notebook_data", None):
-                return 0  # the pool's first kernel is not up yet: Voilà starts a new one
-            pool = getattr(self, "_pools", {}).get(notebook_path, [])
-            ready = sum(1 for task in pool if _succeeded(task))
-            return ready + self.pool_starting
-
-        async def start_kernel(self, *args: Any, **kwargs: Any) -> str:
-            refill = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
-            if self._watch is None:
-                self._watch = asyncio.ensure_future(self._say_when_the_pool_is_ready())
-            # The pool keeps `pool_target` kernels started in all (in use or ready), not that
-            # many spare: a class that takes them all does not set off as many new starts,
-            # which would slow every page while it works.
-            while refill and (self.full() or self.held() >= self.pool_target):
-                await asyncio.sleep(0.5)
-            if self.full():
-                raise ClassFull(self.max_kernels)
-            self.starting += 1
-            self.pool_starting += refill
-            try:
-                kernel_id = await super().start_kernel(*args, **kwargs)
-                if not refill:
-                    self.given[kernel_id] = time.monotonic()  # started for a page
-                return kernel_id
-            finally:
-                self.starting -= 1
-                self.pool_starting -= refill
-
-    def guarded(handler_class: type, confine: bool, page: bool) -> type:
-        """`handler_class` behind the guard: Host and Origin checked before anything else;
-        `confine`: its path argument must stay in the folder; `page`: it serves the notebook
-        (sets the _xsrf cookie, and says "class is full" rather than start a kernel)."""
-
-        class Guarded(handler_class):  # type: ignore[misc, valid-type]
-            async def prepare(self, *args: Any, **kwargs: Any) -> None:
-                guard: Guard = self.settings["classroom_guard"]
-                path = self.path_kwargs.get("path", self.path_args[0] if self.path_args else "")
-                problem = guard.refusal(self.request.headers)
-                if problem is None and confine:
-                    problem = guard.outside(path or "")
-                if problem is not None:
-                    log = self.settings["voila"].log  # Voilà's log (static handlers have none)
-                    log.warning("Refused %s %s: %s", self.request.method, self.request.path,
-                                problem)  # fmt: skip
-                    self.set_status(403)
-                    self.set_header("Content-Type", "text/plain; charset=utf-8")
-                    self.finish(f"403 Forbidden: {problem}\n")
-                    return
-                result = super().prepare(*args, **kwargs)
-                if result is not None:
-                    await result  # Jupyter's prepare (authentication) is a coroutine
-                if not page or self._finished:
-                    return
-                _ = self.xsrf_token  # sets the _xsrf cookie the page's shutdown request needs
-                manager = self.kernel_manager
-                if manager.full() and not manager.usable_pool(self.notebook_path or path):
-                    self.set_status(503)
-                    self.set_header("Retry-After", str(FULL_RETRY_S))
-                    self.finish(full_page(manager.max_kernels))
-
-        Guarded.__name__ = Guarded.__qualname__ = handler_class.__name__
-        return Guarded
-
-    class ClassroomVoila(Voila):
-        """Voilà with every handler behind the classroom's guard."""
-
-        classroom_ip = Unicode(DEFAULT_IP, config=True, help="the address the server binds")
-        classroom_extra_hosts = List(Unicode(), config=True, help="more names to answer to")
-
-        def init_settings(self) -> dict:
-            settings = super().init_settings()
-            root = None if self.notebook_path else Path(self.root_dir).resolve()
-            guard = Guard.for_address(self.classroom_ip, root)
-            hosts = guard.allowed_hosts | {h.lower() for h in self.classroom_extra_hosts}
-            settings["classroom_guard"] = Guard(hosts, root)
-            return settings
-
-        def init_handlers(self) -> list:
-            confined = (TornadoVoilaTreeHandler, VoilaContentsHandler, TornadoVoilaHandler,
-                        AllowListFileHandler)  # fmt: skip
-            handlers = []
-            for pattern, handler_class, *rest in super().init_handlers():
-                confine = issubclass(handler_class, confined) and not self.notebook_path
-                page = issubclass(handler_class, TornadoVoilaHandler)
-                handlers.append((pattern, guarded(handler_class, confine, page), *rest))
-            return handlers
-
-    _VOILA.update(ClassroomVoila=ClassroomVoila, ClassroomKernelManager=ClassroomKernelManager,
-                  ClassFull=ClassFull)  # fmt: skip
-    return _VOILA
-
-
 # ---------------------------------------------------------------------------- command line
 
 
@@ -458,10 +250,10 @@ def voila_config(
     """
     from traitlets.config import Config
 
+    from .server import ClassroomKernelManager  # Voilà on first use: it is slow to import
+
     config = Config()
-    config.VoilaConfiguration.multi_kernel_manager_class = _voila_classes()[
-        "ClassroomKernelManager"
-    ]
+    config.VoilaConfiguration.multi_kernel_manager_class = ClassroomKernelManager
     config.ClassroomKernelManager.max_kernels = max_kernels
     config.ClassroomKernelManager.pool_target = preheat
     config.VoilaConfiguration.preheat_kernel = preheat > 0
@@ -479,7 +271,7 @@ def course_script(name: str) -> Any:
     classroom template to inline in a page's <script> (a Jinja filter; Markup: not escaped)."""
     from markupsafe import Markup
 
-    from .views.style import STATIC
+    from ..views.style import STATIC
 
     if name not in PAGE_SCRIPTS:
         raise ValueError(f"course_script: expected one of {PAGE_SCRIPTS}, got {name!r}")
@@ -613,8 +405,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         ip=args.ip,
     )
     config = voila_config(max_kernels=args.max_kernels, preheat=args.preheat, ip=args.ip)
-    _voila_classes()["ClassroomVoila"].launch_instance(argv=argv, config=config)
+    from .server import ClassroomVoila
 
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    ClassroomVoila.launch_instance(argv=argv, config=config)
