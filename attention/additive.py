@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_mask, check_positive_int, check_tensor, shape_str
+from ._checks import check_batch, check_mask, check_sizes, check_tensor, shape_str
 from .functional import AttentionResult, masked_softmax
 
 
@@ -19,9 +19,7 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, hidden_size: int) -> None:
         super().__init__()
-        for name, size in (("query_size", query_size), ("key_size", key_size)):
-            check_positive_int(name, size)
-        check_positive_int("hidden_size", hidden_size)
+        check_sizes(query_size=query_size, key_size=key_size, hidden_size=hidden_size)
         self.w_q = nn.Linear(query_size, hidden_size, bias=False)
         self.w_k = nn.Linear(key_size, hidden_size, bias=False)
         self.w_v = nn.Linear(hidden_size, 1, bias=False)
@@ -30,17 +28,9 @@ class AdditiveAttention(nn.Module):
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> AttentionResult:
         """query (B, Tq, Dq), key (B, Tk, Dk), value (B, Tk, Dv), mask -> (B, Tq, Tk)."""
-        check_tensor("query", query, ndims=(3,))
-        check_tensor("key", key, ndims=(3,))
+        check_batch("query", query, self.w_q.in_features)
+        check_batch("key", key, self.w_k.in_features)
         check_tensor("value", value, ndims=(3,))
-        if query.shape[-1] != self.w_q.in_features:
-            raise ValueError(
-                f"query: expected width {self.w_q.in_features}, got shape {shape_str(query.shape)}"
-            )
-        if key.shape[-1] != self.w_k.in_features:
-            raise ValueError(
-                f"key: expected width {self.w_k.in_features}, got shape {shape_str(key.shape)}"
-            )
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
             raise ValueError(
                 f"value: expected batch and length matching key {shape_str(key.shape[:2])} and "

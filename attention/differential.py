@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_lam, check_positive_int, check_tensor, shape_str
 from .functional import AttentionResult, scaled_dot_product_attention
 
 
@@ -81,18 +81,6 @@ def differential_attention(
     first = scaled_dot_product_attention(q1, k1, value, mask, scale=scale)
     second = scaled_dot_product_attention(q2, k2, value, mask, scale=scale)
     lam = torch.as_tensor(lam, dtype=first.weights.dtype, device=first.weights.device)
-    if not bool(torch.isfinite(lam).all()):
-        raise ValueError(f"lam: expected a finite number, got {lam}")
-    try:
-        weights = first.weights - lam * second.weights  # (..., Tq, Tk)
-    except RuntimeError:
-        raise ValueError(
-            f"lam: shape {shape_str(lam.shape)} does not broadcast to the weights' shape "
-            f"{shape_str(first.weights.shape)}"
-        ) from None
-    if weights.shape != first.weights.shape:
-        raise ValueError(
-            f"lam: shape {shape_str(lam.shape)} would change the weights' shape "
-            f"{shape_str(first.weights.shape)} to {shape_str(weights.shape)}"
-        )
+    check_lam(lam, first.weights.shape)
+    weights = first.weights - lam * second.weights  # (..., Tq, Tk)
     return DifferentialResult(first, second, lam, weights, weights @ value)

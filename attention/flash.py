@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from ._checks import check_mask, check_positive_int, check_tensor
-from .functional import check_attention_inputs, repeat_kv
+from ._checks import check_attention_inputs, check_positive_int, check_tensor
+from .functional import repeat_kv
 from .masks import causal_mask
 
 BLOCK = 128  # queries and keys per tile unless block_size says otherwise
@@ -149,7 +149,7 @@ def _loop(q, k, v, mask, causal, scale, block_q, block_k, out, lse) -> Iterator[
 
 
 def _prepare(query, key, value, mask, causal=False, scale=None, block_size=BLOCK) -> tuple:
-    n_rep, scale = check_attention_inputs(query, key, value, scale)
+    n_rep, scale = check_attention_inputs(query, key, value, mask, scale, finite=True)
     if n_rep > 1:
         key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)  # (B, H, Tk, D)
     blocks = block_size if isinstance(block_size, tuple) else (block_size,) * 2
@@ -160,7 +160,7 @@ def _prepare(query, key, value, mask, causal=False, scale=None, block_size=BLOCK
         raise TypeError(f"causal: expected a bool, got {type(causal).__name__}")
     target = (*query.shape[:-1], key.shape[-2])  # (..., Tq, Tk)
     if mask is not None:
-        mask = check_mask(mask, target).to(query.device).expand(target)  # a view: no copy
+        mask = mask.to(query.device).expand(target)  # a view: no copy
     out = query.new_zeros((*query.shape[:-1], value.shape[-1]))  # (..., Tq, Dv)
     lse = query.new_empty(query.shape[:-1])  # (..., Tq)
     return query, key, value, mask, causal, scale, block_q, block_k, out, lse

@@ -10,13 +10,12 @@ query head h reads key/value head h // (H / Hkv), the same as repeating each kv 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ._checks import check_mask, check_positive_int, check_tensor, divisors, shape_str
+from ._checks import check_attention_inputs, check_overflow, check_positive_int, check_tensor
 
 
 @dataclass(frozen=True)
@@ -66,73 +65,6 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     return x[:, :, None].expand(b, hkv, n_rep, t, d).reshape(b, hkv * n_rep, t, d)  # (B, H, T, D)
 
 
-def check_attention_inputs(
-    query: Tensor, key: Tensor, value: Tensor, scale: float | None, *, finite: bool = True
-) -> tuple[int, float]:
-    """Check q, k, v as scaled_dot_product_attention takes them -> (n_rep, scale).
-
-    n_rep = H / Hkv query heads per key/value head (1 unless 4-D key/value have fewer heads).
-    finite=False leaves out the scan for NaN and inf (see scaled_dot_product_attention).
-    """
-    check_tensor("query", query, ndims=(2, 3, 4), finite=finite)
-    check_tensor("key", key, ndims=(query.dim(),), finite=finite)
-    check_tensor("value", value, ndims=(query.dim(),), finite=finite)
-    for name, x in (("key", key), ("value", value)):  # no silent promotion: refuse the mix
-        if x.dtype != query.dtype:
-            raise TypeError(
-                f"{name}: expected query's dtype {query.dtype}, got {x.dtype}; convert one, "
-                f"e.g. {name}.to(query.dtype)"
-            )
-    *lead, _, d = query.shape
-    if key.shape[-1] != d:
-        raise ValueError(
-            f"key: last dim must equal query's width D={d}, got key shape {shape_str(key.shape)}"
-        )
-    if value.shape[-2] != key.shape[-2]:
-        raise ValueError(
-            f"value: length must equal key's length Tk={key.shape[-2]}, got value shape "
-            f"{shape_str(value.shape)}"
-        )
-    for name, x in (("key", key), ("value", value)):
-        grouped = x.dim() == 4 and x.shape[0] == lead[0]  # (B, Hkv, Tk, D): maybe fewer heads
-        if tuple(x.shape[:-2]) != tuple(lead) and not grouped:
-            raise ValueError(
-                f"{name}: leading dims {shape_str(x.shape[:-2])} must equal query's "
-                f"{shape_str(lead)}"
-            )
-    if value.shape[:-2] != key.shape[:-2]:
-        raise ValueError(
-            f"value: leading dims {shape_str(value.shape[:-2])} must equal key's "
-            f"{shape_str(key.shape[:-2])}"
-        )
-    n_rep = 1
-    if query.dim() == 4 and key.shape[1] != query.shape[1]:
-        h, hkv = query.shape[1], key.shape[1]
-        if h % hkv:
-            raise ValueError(
-                f"key: {hkv} heads do not divide query's {h} heads; grouped-query attention "
-                f"needs H divisible by Hkv, choose Hkv from {divisors(h)}"
-            )
-        n_rep = h // hkv
-    if scale is None:
-        scale = 1.0 / math.sqrt(d)
-    elif not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale: expected a positive finite number, got {scale}")
-    return n_rep, scale
-
-
-def _refuse_overflow(scores: Tensor, query: Tensor, key: Tensor) -> None:
-    """Finite inputs whose q . k overflows (|q|, |k| ~ 1e19 in float32) would give NaN weights."""
-    if bool(torch.isfinite(scores).all()):
-        return  # only the sum overflowed
-    big = max(float(query.detach().abs().max()), float(key.detach().abs().max()))
-    raise ValueError(
-        f"scores: q @ k.T overflows {scores.dtype} (largest |entry| of query or key: {big:.3g}), "
-        "which would make the weights NaN; expected inputs small enough for their products to "
-        "be finite: scale them down or use float64"
-    )
-
-
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -167,21 +99,16 @@ def scaled_dot_product_attention(
             divide the query's, an empty sequence, non-finite inputs (with check_finite), or a
             mask that does not broadcast.
     """
-    n_rep, scale = check_attention_inputs(query, key, value, scale, finite=check_finite)
+    n_rep, scale = check_attention_inputs(query, key, value, mask, scale, check_finite)
     if n_rep > 1:
         key, value = repeat_kv(key, n_rep), repeat_kv(value, n_rep)  # (B, H, Tk, D)
-    *lead, tq, _ = query.shape
-    target = (*lead, tq, key.shape[-2])
-
     scores = query @ key.transpose(-2, -1) * scale  # (..., Tq, Tk)
-    if check_finite and not bool(torch.isfinite(scores.sum())):
-        _refuse_overflow(scores, query, key)
+    if check_finite:
+        check_overflow(scores, query, key)
     if mask is None:
-        fully_masked = torch.zeros(target[:-1], dtype=torch.bool, device=query.device)
+        fully_masked = torch.zeros(query.shape[:-1], dtype=torch.bool, device=query.device)
     else:
-        check_mask(mask, target)
-        mask = mask.to(query.device)
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill(~mask.to(query.device), float("-inf"))
         fully_masked = _all_neginf(scores)  # (..., Tq)
     weights = _softmax_or_zero(scores, fully_masked.unsqueeze(-1))  # (..., Tq, Tk)
     output = weights @ value  # (..., Tq, Dv)

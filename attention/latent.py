@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_batch, check_positive_int, check_sizes, check_tensor, shape_str
 from .functional import scaled_dot_product_attention
 from .multihead import merge_heads, split_heads
 from .positional import apply_rope
@@ -81,14 +81,7 @@ class MultiHeadLatentAttention(nn.Module):
         rope_base: float = 10000.0,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("d_model", d_model),
-            ("n_heads", n_heads),
-            ("kv_rank", kv_rank),
-            ("d_nope", d_nope),
-            ("d_rope", d_rope),
-        ):
-            check_positive_int(name, value)
+        check_sizes(d_model=d_model, n_heads=n_heads, kv_rank=kv_rank, d_nope=d_nope, d_rope=d_rope)
         if d_rope % 2:
             raise ValueError(f"d_rope: RoPE rotates pairs, so d_rope must be even, got {d_rope}")
         d_v = d_nope if d_v is None else check_positive_int("d_v", d_v)
@@ -127,11 +120,8 @@ class MultiHeadLatentAttention(nn.Module):
         absorbed: score the latent directly (W_uk folded into the query, W_uv applied after
             the average) instead of rebuilding every head's keys and values. Same output.
         """
-        check_tensor("x", x, ndims=(3,))
-        b, tq, m = x.shape
-        if m != self.d_model:
-            raise ValueError(f"x: expected width d_model={self.d_model}, got {shape_str(x.shape)}")
-        h, dn, dr, r = self.n_heads, self.d_nope, self.d_rope, self.kv_rank
+        check_batch("x", x, self.d_model, "d_model=")
+        b, h, dn, dr, r = x.shape[0], self.n_heads, self.d_nope, self.d_rope, self.kv_rank
         t_past = 0 if past is None else self._check_past(past, b)
         q = split_heads(self.q_proj(x), h)  # (B, H, Tq, Dn + Dr)
         q_nope, q_rope = q[..., :dn], self._rope(q[..., dn:], t_past)  # (B, H, Tq, Dn), (.., Dr)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, shape_str
+from ._checks import check_bool, check_int, check_ints, check_positive_int, check_sizes, shape_str
 
 
 def causal_mask(tq: int, tk: int | None = None, *, offset: int = 0, device=None) -> Tensor:
@@ -23,11 +23,13 @@ def causal_mask(tq: int, tk: int | None = None, *, offset: int = 0, device=None)
     With tk > tq and offset = tk - tq the queries are the last tq positions (decoding with a
     key/value cache). Returns a (Tq, Tk) bool tensor.
     """
-    check_positive_int("tq", tq)
-    tk = tq if tk is None else check_positive_int("tk", tk)
-    i = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
-    j = torch.arange(tk, device=device)[None, :]  # (1, Tk)
+    check_sizes(tq=tq, tk=tk)
+    i, j = _positions(tq, tq if tk is None else tk, device)  # (Tq, 1), (1, Tk)
     return j <= i + offset  # (Tq, Tk)
+
+
+def _positions(tq: int, tk: int, device=None) -> tuple[Tensor, Tensor]:
+    return torch.arange(tq, device=device)[:, None], torch.arange(tk, device=device)[None, :]
 
 
 def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=None) -> Tensor:
@@ -39,14 +41,9 @@ def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=Non
     Each row has at most window + sinks True entries: the cost is O(T * W), not O(T^2).
     Returns a (T, T) bool tensor, True = may attend.
     """
-    check_positive_int("seq_len", seq_len)
-    check_positive_int("window", window)
-    if isinstance(sinks, bool) or not isinstance(sinks, int):
-        raise TypeError(f"sinks: expected an int, got {type(sinks).__name__}")
-    if sinks < 0:
-        raise ValueError(f"sinks: expected an int >= 0, got {sinks}")
-    i = torch.arange(seq_len, device=device)[:, None]  # (T, 1)
-    j = torch.arange(seq_len, device=device)[None, :]  # (1, T)
+    check_sizes(seq_len=seq_len, window=window)
+    check_int("sinks", sinks, minimum=0)
+    i, j = _positions(seq_len, seq_len, device)  # (T, 1), (1, T)
     return (j <= i) & ((j > i - window) | (j < sinks))  # (T, T)
 
 
@@ -58,12 +55,9 @@ def prefix_lm_mask(seq_len: int, prefix: int, *, device=None) -> Tensor:
     left to right. prefix=0 or 1 is causal_mask(seq_len). Returns (T, T) bool.
     """
     check_positive_int("seq_len", seq_len)
-    if isinstance(prefix, bool) or not isinstance(prefix, int):
-        raise TypeError(f"prefix: expected an int, got {type(prefix).__name__}")
-    if not 0 <= prefix <= seq_len:
+    if not 0 <= check_int("prefix", prefix) <= seq_len:
         raise ValueError(f"prefix: expected an int in [0, seq_len={seq_len}], got {prefix}")
-    i = torch.arange(seq_len, device=device)[:, None]  # (T, 1)
-    j = torch.arange(seq_len, device=device)[None, :]  # (1, T)
+    i, j = _positions(seq_len, seq_len, device)  # (T, 1), (1, T)
     return (j <= i) | (j < prefix)  # (T, T)
 
 
@@ -74,24 +68,15 @@ def document_mask(doc_ids: Tensor | list[int], *, causal: bool = True) -> Tensor
     batch); mask[i, j] = doc_ids[i] == doc_ids[j], and j <= i when causal. Without it, a token
     would attend to the end of the previous, unrelated document. Returns (T, T) bool.
     """
-    ids = torch.as_tensor(doc_ids)
-    if ids.dim() != 1 or ids.numel() == 0 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise ValueError(
-            f"doc_ids: expected a non-empty 1-D tensor of ints (T,), got {ids.dtype} of shape "
-            f"{shape_str(ids.shape)}"
-        )
+    ids = check_ints("doc_ids", doc_ids, (1,), "a non-empty 1-D tensor of ints (T,)")
     same = ids[:, None] == ids[None, :]  # (T, T)
     return same & causal_mask(len(ids), device=ids.device) if causal else same
 
 
 def _index_args(tq: int, tk: int, b: int, h: int, device=None) -> tuple[Tensor, ...]:
-    for name, x in (("b", b), ("h", h)):
-        if isinstance(x, bool) or not isinstance(x, int):
-            raise TypeError(f"{name}: expected an int, got {type(x).__name__}")
-        if x < 0:
-            raise ValueError(f"{name}: expected an int >= 0, got {x}")
-    q_idx = torch.arange(tq, device=device)[:, None]  # (Tq, 1)
-    kv_idx = torch.arange(tk, device=device)[None, :]  # (1, Tk)
+    check_int("b", b, minimum=0)
+    check_int("h", h, minimum=0)
+    q_idx, kv_idx = _positions(tq, tk, device)  # (Tq, 1), (1, Tk)
     return torch.tensor(b, device=device), torch.tensor(h, device=device), q_idx, kv_idx
 
 
@@ -118,8 +103,8 @@ def mask_from_mod(mask_mod, tq: int, tk: int | None = None, *, b: int = 0, h: in
     every cell, the same cells FlexAttention's create_mask visits one at a time with vmap. As
     there, `and`, `or`, `not` and `if` on them fail: write &, |, ~ and torch.where.
     """
-    check_positive_int("tq", tq)
-    tk = tq if tk is None else check_positive_int("tk", tk)
+    check_sizes(tq=tq, tk=tk)
+    tk = tq if tk is None else tk
     out = mask_mod(*_index_args(tq, tk, b, h))
     if isinstance(out, Tensor) and out.dtype != torch.bool:
         raise TypeError(
@@ -159,7 +144,7 @@ def block_counts(mask: Tensor, block_size: int) -> tuple[int, int, int]:
     FlexAttention's BlockMask records: kv_num_blocks partial, full_kv_num_blocks full).
     Tq and Tk must be multiples of block_size.
     """
-    _check_bool("mask", mask)
+    check_bool("mask", mask)
     check_positive_int("block_size", block_size)
     if mask.dim() != 2 or mask.shape[0] % block_size or mask.shape[1] % block_size:
         raise ValueError(
@@ -181,25 +166,9 @@ def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
     for per-head scores (B, H, Tq, Tk) use `.unsqueeze(1)`.
     """
     check_positive_int("max_len", max_len)
-    lengths = torch.as_tensor(lengths)
-    if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise ValueError(
-            f"lengths: expected a 1-D tensor of ints (B,), got {lengths.dtype} of shape "
-            f"{shape_str(lengths.shape)}"
-        )
-    if bool((lengths < 0).any()) or bool((lengths > max_len).any()):
-        raise ValueError(
-            f"lengths: expected values in [0, max_len={max_len}], got {lengths.tolist()}"
-        )
+    lengths = check_ints("lengths", lengths, (1,), "a 1-D tensor of ints (B,)", max_len=max_len)
     keys = torch.arange(max_len, device=lengths.device)
     return (keys[None, :] < lengths[:, None]).unsqueeze(1)  # (B, 1, max_len)
-
-
-def _check_bool(name: str, mask: Tensor) -> Tensor:
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"{name}: expected a torch.bool tensor, got {got}")
-    return mask
 
 
 def as_bool_mask(mask: object, name: str = "mask") -> Tensor:
@@ -232,7 +201,7 @@ def as_bool_mask(mask: object, name: str = "mask") -> Tensor:
 
 def to_key_padding_mask(mask: Tensor) -> Tensor:
     """Our key mask (B, 1, Tk) or (B, Tk), True = may attend -> (B, Tk), True = ignore."""
-    _check_bool("mask", mask)
+    check_bool("mask", mask)
     if mask.dim() == 3 and mask.shape[1] == 1:
         mask = mask[:, 0]  # (B, Tk)
     if mask.dim() != 2:
@@ -244,17 +213,13 @@ def to_key_padding_mask(mask: Tensor) -> Tensor:
 
 def from_key_padding_mask(key_padding_mask: Tensor) -> Tensor:
     """nn.MultiheadAttention's key_padding_mask (B, Tk), True = ignore -> ours (B, 1, Tk)."""
-    _check_bool("key_padding_mask", key_padding_mask)
-    if key_padding_mask.dim() != 2:
-        raise ValueError(
-            f"key_padding_mask: expected shape (B, Tk), got {shape_str(key_padding_mask.shape)}"
-        )
+    check_bool("key_padding_mask", key_padding_mask, 2, "(B, Tk)")
     return (~key_padding_mask).unsqueeze(1)  # (B, 1, Tk)
 
 
 def to_additive_mask(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
     """Our bool mask -> a float mask added to the scores: 0 where allowed, -inf where not."""
-    _check_bool("mask", mask)
+    check_bool("mask", mask)
     zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return zeros.masked_fill(~mask, float("-inf"))
 
@@ -280,14 +245,7 @@ def valid_lens_to_mask(valid_lens: Tensor | list[int], tk: int) -> Tensor:
     there; with ours it gets all-zero weights.
     """
     check_positive_int("tk", tk)
-    lens = torch.as_tensor(valid_lens)
-    if lens.dim() not in (1, 2) or lens.dtype.is_floating_point or lens.dtype == torch.bool:
-        raise ValueError(
-            f"valid_lens: expected ints of shape (B,) or (B, Tq), got {lens.dtype} of shape "
-            f"{shape_str(lens.shape)}"
-        )
-    if bool((lens < 0).any()) or bool((lens > tk).any()):
-        raise ValueError(f"valid_lens: expected values in [0, tk={tk}], got {lens.tolist()}")
+    lens = check_ints("valid_lens", valid_lens, (1, 2), "ints of shape (B,) or (B, Tq)", tk=tk)
     keys = torch.arange(tk, device=lens.device)
     if lens.dim() == 1:
         return (keys[None, :] < lens[:, None]).unsqueeze(1)  # (B, 1, Tk)
@@ -300,11 +258,7 @@ def mask_to_valid_lens(mask: Tensor) -> Tensor:
     Raises ValueError when a row is not a prefix (True..True False..False), e.g. a causal
     mask's transpose: valid_lens can only say "the first n keys".
     """
-    _check_bool("mask", mask)
-    if mask.dim() != 3:
-        raise ValueError(
-            f"mask: expected shape (B, 1, Tk) or (B, Tq, Tk), got {shape_str(mask.shape)}"
-        )
+    check_bool("mask", mask, 3, "(B, 1, Tk) or (B, Tq, Tk)")
     lens = mask.sum(dim=-1)  # (B, Tq')
     prefix = torch.arange(mask.shape[-1], device=mask.device) < lens[..., None]
     if not torch.equal(prefix, mask):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int
+from ._checks import check_positive_int, check_sizes
 
 
 def _value_bytes(dtype: torch.dtype | None, bytes_per_value: float | None) -> float:
@@ -60,9 +60,9 @@ def kv_cache_bytes(
     2 (a key and a value) x n_layers x n_kv_heads x d_head x seq_len x batch x bytes_per_value.
     Give dtype (default torch.float32) or bytes_per_value (e.g. 0.5 for 4-bit values), not both.
     """
-    sizes = dict(n_layers=n_layers, n_kv_heads=n_kv_heads, d_head=d_head, seq_len=seq_len)
-    for name, value in (*sizes.items(), ("batch", batch)):
-        check_positive_int(name, value)
+    check_sizes(
+        n_layers=n_layers, n_kv_heads=n_kv_heads, d_head=d_head, seq_len=seq_len, batch=batch
+    )
     per_value = _value_bytes(dtype, bytes_per_value)
     return _whole(2 * n_layers * n_kv_heads * d_head * seq_len * batch * per_value)
 
@@ -82,9 +82,7 @@ def mla_cache_bytes(
     One latent c (width kv_rank R) and one rotated key part (width d_rope Dr) per token and
     layer, whatever the number of heads. DeepSeek-V3: R = 512, Dr = 64.
     """
-    sizes = dict(n_layers=n_layers, kv_rank=kv_rank, d_rope=d_rope, seq_len=seq_len, batch=batch)
-    for name, value in sizes.items():
-        check_positive_int(name, value)
+    check_sizes(n_layers=n_layers, kv_rank=kv_rank, d_rope=d_rope, seq_len=seq_len, batch=batch)
     per_value = _value_bytes(dtype, bytes_per_value)
     return _whole(n_layers * (kv_rank + d_rope) * seq_len * batch * per_value)
 
@@ -105,9 +103,7 @@ def linear_state_bytes(
     No seq_len: the state S (D, Dv) per head has the same size after 10 tokens or 10 million.
     normalizer=True adds the running sum z (D,) of normalised linear attention.
     """
-    sizes = dict(n_layers=n_layers, n_heads=n_heads, d_key=d_key, d_value=d_value, batch=batch)
-    for name, value in sizes.items():
-        check_positive_int(name, value)
+    check_sizes(n_layers=n_layers, n_heads=n_heads, d_key=d_key, d_value=d_value, batch=batch)
     per_value = _value_bytes(dtype, bytes_per_value)
     width = d_value + (1 if normalizer else 0)
     return _whole(n_layers * n_heads * d_key * width * batch * per_value)
@@ -173,9 +169,8 @@ class MemoryTraffic:
 
 
 def _sizes(tq: int, tk: int, d: int, dv: int | None) -> int:
-    for name, value in (("tq", tq), ("tk", tk), ("d", d)):
-        check_positive_int(name, value)
-    return d if dv is None else check_positive_int("dv", dv)
+    check_sizes(tq=tq, tk=tk, d=d, dv=dv)
+    return d if dv is None else dv
 
 
 def naive_attention_traffic(

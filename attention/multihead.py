@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_divisible, check_positive_int, check_tensor, divisors, shape_str
+from ._checks import check_batch, check_divisible, check_sizes, check_tensor, divisors, shape_str
 from .functional import scaled_dot_product_attention
 
 AttentionFn = Callable[[Tensor, Tensor, Tensor, Tensor | None], object]
@@ -91,10 +91,9 @@ class MultiHeadAttention(nn.Module):
         vdim: int | None = None,
     ) -> None:
         super().__init__()
-        check_positive_int("d_model", d_model)
-        check_positive_int("n_heads", n_heads)
+        check_sizes(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, kdim=kdim, vdim=vdim)
         check_divisible("d_model", d_model, n_heads)
-        n_kv_heads = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         if n_heads % n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}; "
@@ -102,9 +101,8 @@ class MultiHeadAttention(nn.Module):
             )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.n_kv_heads = n_kv_heads
-        # None is d_model; 0 is refused, not read as "default"
-        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
-        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
+        self.kdim = d_model if kdim is None else kdim  # 0 was refused, not read as the default
+        self.vdim = d_model if vdim is None else vdim
         kv_width = n_kv_heads * self.d_head
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(self.kdim, kv_width, bias=bias)
@@ -135,55 +133,50 @@ class MultiHeadAttention(nn.Module):
         before the cache and the attention (e.g. apply_rope with the tokens' positions).
         check_finite=False skips the scans for NaN and inf; attention_fn, head_hook: see attend.
         """
-        check_tensor("query", query, ndims=(3,), finite=check_finite)
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x is not None and x.dtype != self.q_proj.weight.dtype:
-                w = self.q_proj.weight.dtype
-                raise TypeError(
-                    f"{name}: expected the layer's dtype {w}, got {x.dtype}; convert the input "
-                    f"(e.g. {name}.to({w})) or the layer (layer.to({x.dtype}))"
-                )
-        if query.shape[-1] != self.d_model:
-            raise ValueError(
-                f"query: expected width d_model={self.d_model}, got shape {shape_str(query.shape)}"
-            )
-        if key is None and value is None:
-            key = value = query
-        elif key is None or value is None:
-            raise ValueError("key and value: give both (cross-attention) or neither (self)")
-        else:
-            self._check_key_value(query, key, value, check_finite)
+        key, value = self._check_inputs(query, key, value, past_kv, check_finite)
         q_raw = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, D)
         k_raw = split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, Tk, D)
         v = split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, Tk, D)
         q, k = (q_raw, k_raw) if rope is None else (rope(q_raw), rope(k_raw))
         if past_kv is not None:
-            for name, past in zip("kv", past_kv, strict=True):
-                if past.dim() != 4 or past.shape[:2] != k.shape[:2] or past.shape[3] != k.shape[3]:
-                    b, hkv, _, d = k.shape
-                    raise ValueError(
-                        f"past_kv: cached {name} must be (B, Hkv, Tpast, D) = ({b}, {hkv}, "
-                        f"Tpast, {d}), got {shape_str(past.shape)}"
-                    )
             k = torch.cat([past_kv[0], k], dim=2)  # (B, Hkv, Tpast + Tk, D)
             v = torch.cat([past_kv[1], v], dim=2)
         steps = {"attention_fn": attention_fn, "head_hook": head_hook, "check_finite": check_finite}
         return self.attend(q, k, v, mask, raw=(q_raw, k_raw), **steps)
 
-    def _check_key_value(self, query: Tensor, key: Tensor, value: Tensor, finite: bool) -> None:
-        check_tensor("key", key, ndims=(3,), finite=finite)
-        check_tensor("value", value, ndims=(3,), finite=finite)
-        for name, x, width in (("key", key, self.kdim), ("value", value, self.vdim)):
-            if x.shape[-1] != width:
-                raise ValueError(f"{name}: expected width {width}, got shape {shape_str(x.shape)}")
-            if x.shape[0] != query.shape[0]:
-                raise ValueError(
-                    f"{name}: batch {x.shape[0]} differs from query's batch {query.shape[0]}"
+    def _check_inputs(self, query, key, value, past_kv, finite: bool) -> tuple[Tensor, Tensor]:
+        """Check forward's inputs against the layer's sizes -> (key, value); self: query twice."""
+        check_batch("query", query, self.d_model, "d_model=", finite=finite)
+        w = self.q_proj.weight.dtype
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x is not None and x.dtype != w:
+                raise TypeError(
+                    f"{name}: expected the layer's dtype {w}, got {x.dtype}; convert the input "
+                    f"(e.g. {name}.to({w})) or the layer (layer.to({x.dtype}))"
                 )
-        if key.shape[1] != value.shape[1]:
-            raise ValueError(
-                f"value: length {value.shape[1]} differs from key's length {key.shape[1]}"
-            )
+        if key is None and value is None:
+            key = value = query
+        elif key is None or value is None:
+            raise ValueError("key and value: give both (cross-attention) or neither (self)")
+        else:
+            for name, x, width in (("key", key, self.kdim), ("value", value, self.vdim)):
+                check_batch(name, x, width, finite=finite)
+                if x.shape[0] != query.shape[0]:
+                    raise ValueError(
+                        f"{name}: batch {x.shape[0]} differs from query's batch {query.shape[0]}"
+                    )
+            if key.shape[1] != value.shape[1]:
+                raise ValueError(
+                    f"value: length {value.shape[1]} differs from key's length {key.shape[1]}"
+                )
+        b, hkv, d = query.shape[0], self.n_kv_heads, self.d_head  # the new k is (B, Hkv, Tk, D)
+        for name, past in [] if past_kv is None else zip("kv", past_kv, strict=True):
+            if past.dim() != 4 or (past.shape[0], past.shape[1], past.shape[3]) != (b, hkv, d):
+                raise ValueError(
+                    f"past_kv: cached {name} must be (B, Hkv, Tpast, D) = ({b}, {hkv}, "
+                    f"Tpast, {d}), got {shape_str(past.shape)}"
+                )
+        return key, value
 
     def attend(
         self,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_positive_int, check_sizes, check_tensor, shape_str
 from .functional import AttentionResult, scaled_dot_product_attention
 
 
@@ -46,13 +46,7 @@ class PagedKVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        for name, value in (
-            ("n_blocks", n_blocks),
-            ("block_size", block_size),
-            ("n_kv_heads", n_kv_heads),
-            ("d_head", d_head),
-        ):
-            check_positive_int(name, value)
+        check_sizes(n_blocks=n_blocks, block_size=block_size, n_kv_heads=n_kv_heads, d_head=d_head)
         self.block_size, self.n_kv_heads, self.d_head = block_size, n_kv_heads, d_head
         shape = (n_blocks, n_kv_heads, block_size, d_head)
         self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)  # (N, Hkv, bs, D)
@@ -77,9 +71,7 @@ class PagedKVCache:
 
     def slot(self, seq: object, position: int) -> tuple[int, int]:
         """(physical block, offset in it) of token `position` of sequence `seq`."""
-        length = self.lengths.get(seq)
-        if length is None:
-            raise KeyError(f"seq: no sequence {seq!r} in the cache; known: {list(self.lengths)}")
+        length = self.lengths[self._known(seq)]
         if not 0 <= position < length:
             raise ValueError(f"position: expected 0 <= position < {length}, got {position}")
         return self.block_tables[seq][position // self.block_size], position % self.block_size
@@ -111,16 +103,12 @@ class PagedKVCache:
 
     def free(self, seq: object) -> None:
         """Give sequence seq's blocks back to the pool."""
-        if seq not in self.block_tables:
-            raise KeyError(f"seq: no sequence {seq!r} in the cache; known: {list(self.lengths)}")
-        self.free_blocks = sorted(self.free_blocks + self.block_tables.pop(seq))
+        self.free_blocks = sorted(self.free_blocks + self.block_tables.pop(self._known(seq)))
         del self.lengths[seq]
 
     def gather(self, seq: object) -> tuple[Tensor, Tensor]:
         """Sequence seq's keys and values in order, (Hkv, T, D) each, read through its table."""
-        if seq not in self.block_tables:
-            raise KeyError(f"seq: no sequence {seq!r} in the cache; known: {list(self.lengths)}")
-        table = torch.tensor(self.block_tables[seq])  # (n,)
+        table = torch.tensor(self.block_tables[self._known(seq)])  # (n,)
         t = self.lengths[seq]
 
         def read(blocks: Tensor) -> Tensor:
@@ -128,6 +116,11 @@ class PagedKVCache:
             return picked.transpose(0, 1).reshape(self.n_kv_heads, -1, self.d_head)[:, :t]
 
         return read(self.k_blocks), read(self.v_blocks)  # (Hkv, T, D) each
+
+    def _known(self, seq: object) -> object:
+        if seq not in self.block_tables:
+            raise KeyError(f"seq: no sequence {seq!r} in the cache; known: {list(self.lengths)}")
+        return seq
 
 
 def paged_attention(
@@ -173,8 +166,7 @@ def paging_memory(
     bytes_per_token: cache bytes of one token over all layers, e.g.
         kv_cache_bytes(n_layers=..., n_kv_heads=..., d_head=..., seq_len=1, dtype=...).
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("block_size", block_size)
+    check_sizes(max_len=max_len, block_size=block_size)
     if not bytes_per_token > 0:
         raise ValueError(f"bytes_per_token: expected a positive number, got {bytes_per_token}")
     lengths = list(lengths)

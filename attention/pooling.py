@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_mask, check_positive_int, check_tensor, shape_str
+from ._checks import check_batch, check_mask, check_sizes, shape_str
 from .functional import scaled_dot_product_attention
 
 
@@ -72,17 +72,12 @@ class AttentionPool(nn.Module):
 
     def __init__(self, d_model: int, n_queries: int = 1) -> None:
         super().__init__()
-        check_positive_int("d_model", d_model)
-        check_positive_int("n_queries", n_queries)
+        check_sizes(d_model=d_model, n_queries=n_queries)
         self.query = nn.Parameter(torch.randn(n_queries, d_model))  # (Tq, M) learned
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> PoolingResult:
         """x (B, Tk, M), mask (B, Tk) True = real token -> output (B, Tq, M)."""
-        check_tensor("x", x, ndims=(3,))
-        if x.shape[-1] != self.query.shape[-1]:
-            raise ValueError(
-                f"x: expected width M={self.query.shape[-1]}, got shape {shape_str(x.shape)}"
-            )
+        check_batch("x", x, self.query.shape[-1], "M=")
         query = self.query.expand(x.shape[0], -1, -1)  # (B, Tq, M): the same for every input
         r = scaled_dot_product_attention(query, x, x, _padding(mask, x))
         return PoolingResult(scores=r.scores, weights=r.weights, output=r.output)
@@ -97,21 +92,15 @@ class MemorySlots(nn.Module):
 
     def __init__(self, d_model: int, n_slots: int, d_k: int | None = None, d_v: int | None = None):
         super().__init__()
-        check_positive_int("d_model", d_model)
-        check_positive_int("n_slots", n_slots)
-        d_k = d_model if d_k is None else check_positive_int("d_k", d_k)
-        d_v = d_model if d_v is None else check_positive_int("d_v", d_v)
+        check_sizes(d_model=d_model, n_slots=n_slots, d_k=d_k, d_v=d_v)
+        d_k, d_v = d_k or d_model, d_v or d_model
         self.q_proj = nn.Linear(d_model, d_k, bias=False)
         self.slot_keys = nn.Parameter(torch.randn(n_slots, d_k))  # (Ns, d_k)
         self.slot_values = nn.Parameter(torch.randn(n_slots, d_v))  # (Ns, Dv)
 
     def forward(self, x: Tensor) -> PoolingResult:
         """x (B, T, M) -> output (B, T, Dv), weights (B, T, Ns)."""
-        check_tensor("x", x, ndims=(3,))
-        if x.shape[-1] != self.q_proj.in_features:
-            raise ValueError(
-                f"x: expected width M={self.q_proj.in_features}, got shape {shape_str(x.shape)}"
-            )
+        check_batch("x", x, self.q_proj.in_features, "M=")
         b = x.shape[0]
         q = self.q_proj(x)  # (B, T, d_k)
         k = self.slot_keys.expand(b, -1, -1)  # (B, Ns, d_k)
@@ -135,8 +124,7 @@ class TanhAttention(nn.Module):
 
     def __init__(self, d_in: int, d_att: int, *, scaled: bool = False) -> None:
         super().__init__()
-        check_positive_int("d_in", d_in)
-        check_positive_int("d_att", d_att)
+        check_sizes(d_in=d_in, d_att=d_att)
         self.scale = 1.0 / math.sqrt(d_att) if scaled else 1.0
         self.w_q, self.w_k, self.w_v = (nn.Linear(d_in, d_att) for _ in range(3))
         for lin in (self.w_q, self.w_k, self.w_v):
@@ -145,19 +133,12 @@ class TanhAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> TanhAttentionResult:
         """x (B, T, d_in), mask (B, T) True = real -> z (B, T, d_att), g (B, d_att)."""
-        check_tensor("x", x, ndims=(3,))
-        if x.shape[-1] != self.w_q.in_features:
-            raise ValueError(
-                f"x: expected width d_in={self.w_q.in_features}, got shape {shape_str(x.shape)}"
-            )
+        check_batch("x", x, self.w_q.in_features, "d_in=")
         keep = _padding(mask, x)  # (B, 1, T) or None
         q, k, v = (torch.tanh(w(x)) for w in (self.w_q, self.w_k, self.w_v))  # (B, T, d_att)
         r = scaled_dot_product_attention(q, k, v, keep, scale=self.scale)
         z = r.output  # (B, T, d_att)
-        if keep is not None:
-            z_real = z * keep.transpose(1, 2)  # (B, T, d_att): padded rows left out of the sum
-        else:
-            z_real = z
+        z_real = z if keep is None else z * keep.transpose(1, 2)  # padded rows left out of the sum
         return TanhAttentionResult(
             q=q, k=k, v=v, scores=r.scores, weights=r.weights, output=z,
             global_feature=z_real.sum(dim=1),  # (B, d_att)

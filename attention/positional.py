@@ -9,22 +9,12 @@ Three ways, from the original Transformer to today's LLMs:
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor, shape_str
-
-
-def check_base(base: object) -> float:
-    """A positional base must be a positive finite number: base <= 0 gives NaN angles."""
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
-        raise TypeError(f"base: expected a number (e.g. 10000.0), got {type(base).__name__}")
-    if not (math.isfinite(base) and base > 0):
-        raise ValueError(f"base: expected a positive finite number (e.g. 10000.0), got {base}")
-    return float(base)
+from ._checks import check_base, check_int, check_positive_int, check_rope_inputs, check_sizes
 
 
 def sinusoidal_positional_encoding(
@@ -35,11 +25,9 @@ def sinusoidal_positional_encoding(
     Each pair of columns (2i, 2i+1) is a sine and cosine of one frequency; frequencies fall
     geometrically from 1 to 1/base along the width. Values lie in [-1, 1].
     """
-    check_positive_int("seq_len", seq_len)
-    check_positive_int("d_model", d_model)
+    check_sizes(seq_len=seq_len, d_model=d_model)
     check_base(base)
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        raise TypeError(f"offset: expected an int, got {type(offset).__name__}")
+    check_int("offset", offset)
     pos = torch.arange(offset, offset + seq_len, dtype=torch.float64)[:, None]  # (T, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(M/2),)
     angles = pos / base ** (two_i / d_model)  # (T, ceil(M/2))
@@ -73,23 +61,8 @@ def apply_rope(
         ValueError: odd D, an unknown layout, or positions that are not (T,).
         TypeError: x not floating, or positions not integer.
     """
-    check_tensor("x", x, ndims=tuple(range(2, 9)), finite=False)
-    *_, t, d = x.shape
-    if d % 2:
-        raise ValueError(f"x: RoPE rotates pairs of features, so D must be even, got D={d}")
-    if layout not in ("half", "interleaved"):
-        raise ValueError(f"layout: expected 'half' or 'interleaved', got {layout!r}")
-    check_base(base)
-    integer = isinstance(positions, Tensor) and not (
-        positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool
-    )
-    if not integer:
-        got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-        raise TypeError(f"positions: expected an integer tensor, got {got}; e.g. torch.arange(T)")
-    if positions.shape != (t,):
-        raise ValueError(
-            f"positions: expected shape ({t},) to match x's T={t}, got {shape_str(positions.shape)}"
-        )
+    check_rope_inputs(x, positions, base, layout)
+    d = x.shape[-1]
     key = (tuple(positions.tolist()), d, float(base), x.dtype, x.device)
     cos, sin, turn = _rope_table(*key)  # (T, D/2) each
     if layout == "half":
@@ -118,17 +91,11 @@ def _rope_table(
     # normal tensors even under torch.inference_mode, so a table cached there can still enter
     # autograd later (an inference tensor cannot be saved for backward).
     with torch.inference_mode(False):
-        return _angles(positions, d, base, dtype, device)
-
-
-def _angles(
-    positions: tuple[int, ...], d: int, base: float, dtype: torch.dtype, device: torch.device
-) -> tuple[Tensor, Tensor, Tensor | None]:
-    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (D/2,)
-    angles = torch.tensor(positions, dtype=torch.float64)[:, None] * theta  # (T, D/2)
-    cos, sin = angles.cos().to(device, dtype), angles.sin().to(device, dtype)
-    turn = torch.complex(cos, sin) if dtype in (torch.float32, torch.float64) else None
-    return cos, sin, turn  # turn = cos + i sin, for the complex path
+        theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (D/2,)
+        angles = torch.tensor(positions, dtype=torch.float64)[:, None] * theta  # (T, D/2)
+        cos, sin = angles.cos().to(device, dtype), angles.sin().to(device, dtype)
+        turn = torch.complex(cos, sin) if dtype in (torch.float32, torch.float64) else None
+        return cos, sin, turn  # turn = cos + i sin, for the complex path
 
 
 def alibi_slopes(n_heads: int) -> Tensor:
@@ -156,8 +123,7 @@ def alibi_bias(n_heads: int, tq: int, tk: int) -> Tensor:
     linearly, each head at its own slope. The Tq queries are the last Tq positions of the Tk
     keys (query i sits at position Tk - Tq + i), as when decoding with a key/value cache.
     """
-    check_positive_int("tq", tq)
-    check_positive_int("tk", tk)
+    check_sizes(tq=tq, tk=tk)
     if tq > tk:  # the queries are the last Tq of the keys' positions
         raise ValueError(
             f"tq: expected at most tk={tk} queries (they sit at the last Tq key positions), "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_positive_int, shape_str
+from ._checks import check_positive_int, check_token_ids
 from .layers import DecoderLayer, DecoderLayerResult, EncoderLayer, EncoderLayerResult
 from .masks import causal_mask
 from .positional import sinusoidal_positional_encoding
@@ -152,20 +152,7 @@ class Transformer(nn.Module):
 
     def _embed(self, tokens: Tensor, table: nn.Embedding, name: str, offset: int = 0) -> Tensor:
         """Token ids (B, T) -> embeddings * sqrt(M) + positional encoding, (B, T, M)."""
-        if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-            if isinstance(tokens, Tensor):
-                got = f"{tokens.dtype} of shape {shape_str(tokens.shape)}"
-            else:
-                got = type(tokens).__name__
-            raise TypeError(f"{name}: expected token ids, a torch.long tensor (B, T), got {got}")
-        if tokens.shape[1] == 0:
-            raise ValueError(f"{name}: expected at least one token, got shape (B, 0)")
-        if offset + tokens.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"{name}: length {offset + tokens.shape[1]} exceeds max_len={self.config.max_len}"
-            )
-        if bool((tokens < 0).any()) or bool((tokens >= table.num_embeddings).any()):
-            raise ValueError(f"{name}: token ids must lie in [0, {table.num_embeddings})")
+        check_token_ids(name, tokens, table.num_embeddings, self.config.max_len, offset)
         x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, M)
         return self.dropout(x + self.pe[offset : offset + tokens.shape[1]])
 
