@@ -18,8 +18,9 @@ import time
 
 import torch
 
-from attention.explore import one_thread, pretrained_model
+from attention.explore import one_thread
 from attention.models import interventions as iv
+from attention.models.cache import pretrained_model
 
 KINDS = ("agreement", "name_copy")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from attention.explore.experiments import BottleneckParams, rnn_bottleneck
+from attention.experiments.recurrent import BottleneckParams, rnn_bottleneck
 
 
 def main() -> None:

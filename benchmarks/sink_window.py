@@ -8,10 +8,10 @@ each of which a window of W < start has cut off from the beginning of the text. 
     window W + S sinks  ... and the first S tokens of the text as well, for each S in --sinks
 
 The mask is attention.masks.sliding_window_mask, applied in every layer by
-attention.explore.windows.masked_logits (the model's forward with that mask, the positions
+attention.experiments.windows.masked_logits (the model's forward with that mask, the positions
 kept; see lesson 15 for how this differs from a rolling key/value cache). Also printed, with
 full attention: the weight each layer gives the first token, averaged over the queries 8-64,
-64-256 and 256-1,024 tokens after it (attention.explore.sinks.first_token_by_distance).
+64-256 and 256-1,024 tokens after it (attention.experiments.sinks.first_token_by_distance).
 SmolLM2 here is the 4-bit GGUF file (Q4_1) dequantised to float32: these are the quantised
 model's perplexities.
 
@@ -48,8 +48,8 @@ def main() -> None:
 
     import torch
 
-    from attention.explore.sinks import first_token_by_distance
-    from attention.explore.windows import window_run
+    from attention.experiments.sinks import first_token_by_distance
+    from attention.experiments.windows import window_run
     from attention.models import load_pretrained
 
     torch.set_num_threads(args.threads)

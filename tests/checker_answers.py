@@ -1,4 +1,4 @@
-"""What a checker says to an answer: shared by the exercise tests of lessons 13-19."""
+"""What a checker says to an answer: shared by the exercise tests (test_exercises_lessonNN.py)."""
 
 from __future__ import annotations
 

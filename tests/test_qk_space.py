@@ -19,10 +19,10 @@ from attention.explore import (
     QK_MAX_TOKENS,
     QKSpaceParams,
     explore_qk_space,
-    pretrained_model,
 )
 from attention.explore.qk_space import attention_weights, normalise, pca_2d
 from attention.masks import causal_mask
+from attention.models.cache import pretrained_model
 from attention.multihead import split_heads
 from attention.positional import apply_rope
 from widgets.explorers.qk_space import QueryKeyExplorer, point_label

@@ -24,7 +24,8 @@ from attention.exercises import _checking, class_report, records
 from attention.exercises.records import RECORDS_ENV, Record, progress, read_records
 
 REPO = Path(__file__).resolve().parents[1]
-NOT_CHECKERS = {"records", "class_report"}  # the exercises package's modules that check nothing
+# the exercises package's modules (and package) that check nothing
+NOT_CHECKERS = {"records", "class_report", "solutions"}
 SOFTMAX_DIM0 = (
     "softmax over dim=0 (each column sums to 1); attention normalises each row over the keys: "
     "use dim=-1"
@@ -201,25 +202,33 @@ def test_progress_without_records_and_with_a_damaged_file(folder, capsys):
 
 
 def test_every_checker_has_the_lesson_that_uses_it():
-    checkers = {  # every check_* a checker module offers, exported by the package or not yet
-        name
+    modules = {  # every checker module: lesson N's checkers are in lessonNN
+        info.name: importlib.import_module(f"attention.exercises.{info.name}")
         for info in pkgutil.iter_modules(E.__path__)
-        if not info.name.startswith(("_", "solution_")) and info.name not in NOT_CHECKERS
-        for name in importlib.import_module(f"attention.exercises.{info.name}").__all__
-        if name.startswith("check_")
+        if not info.name.startswith("_") and info.name not in NOT_CHECKERS
     }
-    used = {}
+    for name, module in modules.items():
+        assert re.fullmatch(r"lesson\d\d", name), f"{name}: a checker module is named lessonNN"
+        assert module.LESSON.startswith(name.removeprefix("lesson") + "_"), name
+        assert (REPO / "lessons" / f"{module.LESSON}.ipynb").is_file(), module.LESSON
+    checkers = {  # every check_* a checker module offers, exported by the package or not yet
+        name for module in modules.values() for name in module.__all__ if name.startswith("check_")
+    }
+    used, calls = {}, {}
     for path in sorted((REPO / "lessons").glob("[0-9][0-9]_*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        for name in set(re.findall(r"\b(check_\w+)\(", code)) & checkers:
+        calls[path.stem] = list(dict.fromkeys(re.findall(r"\b(check_\w+)\(", code)))
+        for name in set(calls[path.stem]) & checkers:
             used.setdefault(name, []).append(path.stem)
-    missing = sorted(checkers - set(records.EXERCISE_LESSON))
-    assert not missing, f"add these checkers to records.EXERCISE_LESSON: {missing}"
-    assert set(records.EXERCISE_LESSON) == checkers  # no entry for a checker that is gone
+    assert set(records.EXERCISE_LESSON) == checkers  # derived from the modules: none missing
+    assert records.EXERCISE_LESSON["check_attention"] == "04_scaled_dot_product"
     assert set(E.__all__) <= checkers
-    for name, lessons in used.items():  # each used in one lesson, the one the table names
-        assert lessons == [records.EXERCISE_LESSON[name]], name
+    for name, lessons in used.items():  # a checker lives with the first lesson that uses it
+        assert lessons[0] == records.EXERCISE_LESSON[name], name
+    for module in modules.values():  # defined in the order the lesson sets them: course order
+        defined = [n for n in vars(module) if n in checkers]
+        assert defined == [n for n in calls[module.LESSON] if n in defined], module.LESSON
 
 
 # --- the teacher's table --------------------------------------------------------------------------
@@ -297,7 +306,7 @@ def test_a_seeded_class_gives_exact_counts(tmp_path, monkeypatch, capsys):
     assert (softmax["tried"], softmax["passed"], softmax["mistake_1"]) == ("6", "6", "")
     assert rows["check_custom"]["lesson"] == "" and rows["check_custom"]["passed"] == "1"
     assert rows["check_rollout"]["tried"] == "0"  # every exercise of the course has a row
-    assert list(rows)[:2] == ["check_vocabulary", "check_rnn_final_state"]  # course order
+    assert list(rows)[:2] == ["check_rnn_final_state", "check_vocabulary"]  # course order
     assert list(rows)[-1] == "check_custom"
 
     printed = capsys.readouterr().out

@@ -1,5 +1,6 @@
 """What lessons 12 and 15 measure on SmolLM2: the first token's share by query distance
-(attention.explore.sinks) and sampling with temperature and top-k (attention.explore.sampling),
+(attention.experiments.sinks) and sampling with temperature and top-k
+(attention.experiments.sampling),
 each against the model's own full maps or the model package's generate."""
 
 import math
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention.explore.sampling import sample_continuations, sampling_probs
-from attention.explore.sinks import SINK_BANDS, first_token_by_distance
+from attention.experiments.sampling import sample_continuations, sampling_probs
+from attention.experiments.sinks import SINK_BANDS, first_token_by_distance
 from attention.models import load_pretrained
 from attention.models.pretrained import generate, sample_next, token_losses
 
@@ -127,7 +128,7 @@ def test_sampling_arguments_are_checked(smol):
 
 
 def test_a_window_run_names_one_sink_in_the_singular(smol, story_ids):
-    from attention.explore.windows import window_run
+    from attention.experiments.windows import window_run
 
     ids = torch.tensor([story_ids[:24]])
     assert window_run(smol[0], ids, 8, 1).name == "window 8 + 1 sink"

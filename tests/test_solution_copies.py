@@ -1,6 +1,6 @@
 """Every lesson with exercises shows each reference solution in a hidden cell tagged `solution`;
-that copy must stay the packaged one (attention/exercises/solution_*.py), comments included,
-and the cell must run the exercise's checker on it."""
+that copy must stay the packaged one (attention/exercises/solutions/lessonNN.py, the lesson's own
+number), comments included, and the cell must run the exercise's checker on it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.test_exercises import PAIRS, SOLUTION_MODULES
 LESSONS = sorted((Path(__file__).resolve().parents[1] / "lessons").glob("[0-9][0-9]_*.ipynb"))
 SOLVES = {solution.__name__: check.__name__ for check, solution in PAIRS}
 EXERCISE = re.compile(r"^(check_\w+)\(my_\w+\);?$", re.M)  # the learner's check cell
-SHOWN = re.compile(r"^# One solution \(also in attention/exercises/(solution_\w+)\.py\)$")
+SHOWN = re.compile(r"^# One solution \(also in attention/exercises/solutions/(lesson\d\d)\.py\)$")
 
 
 def functions(source: str) -> dict[str, str]:
@@ -90,6 +90,7 @@ def test_solution_cells_are_the_packaged_solutions(path):
         assert text == packaged, f"comments or layout differ:\n{diff}"
         header = SHOWN.match(cell.source.splitlines()[0])
         assert header and header[1] == module, f"{path.name}: the first line names {module}.py"
+        assert module == f"lesson{path.name[:2]}", f"{path.name}: {name} is in {module}.py"
 
 
 def test_every_solution_of_lessons_1_to_11_is_shown_in_exactly_one_lesson():
@@ -97,5 +98,5 @@ def test_every_solution_of_lessons_1_to_11_is_shown_in_exactly_one_lesson():
         name for p in WITH_EXERCISES for c in solution_cells(p) for name in functions(c.source)
     ]
     assert len(shown) == len(set(shown)), "a solution is shown twice"
-    groups = ("solution_basics", "solution_layers", "solution_training")
-    assert {name for name, (module, _) in PACKAGED.items() if module in groups} <= set(shown)
+    lessons = {f"lesson{n:02d}" for n in range(1, 12)}
+    assert {name for name, (module, _) in PACKAGED.items() if module in lessons} <= set(shown)

@@ -4,25 +4,9 @@
     check_causal_mask(my_causal_mask)   # prints "Correct: ..." or names the mistake
 
 A checker never raises, so a notebook that runs every cell keeps going; it returns True or
-False. Checkers by lesson: `basics` (1-5), `masks_heads` (6-8), `blocks` (9-10), `training`
-(11), all built on one kit, `_checking`. Reference solutions live beside them
-(`solution_basics` for lessons 1-5, `solution_layers` for 6-10, `solution_training` for 11):
-read them after you have tried.
-Lesson 7's pooling exercises (memory slots, the tanh layer): checkers in `pooling`, solutions
-in `solution_pooling`.
-Lesson 12 (real models): checkers in `models`, solutions in `solution_models`.
-Lessons 13-15 (FlashAttention, KV cache and GQA, RoPE/ALiBi/windows): checkers in `modern`,
-solutions in `solution_modern`.
-Lesson 19 (attention after 2024: latent, linear, sparse, differential, paged): checkers in
-`after2024`, solutions in `solution_after2024`.
-Lesson 20 (masks and biases you write, FlexAttention's mask_mod and score_mod): checkers in
-`masks_you_write`, solutions in `solution_masks_you_write`.
-Lesson 17 (induction heads in a toy model): checkers in `induction`, solutions in
-`solution_induction`.
-Lesson 18 (the intervention lab: rollout, patching, occlusion): checkers in `interventions`,
-solutions in `solution_interventions`.
-Lesson 16 (your own SmolLM2): checkers and `use_pieces` in `capstone`, solutions in
-`solution_capstone`.
+False. All checkers are built on one kit, `_checking`.
+Lesson N's checkers are in `lessonNN`, its reference solutions in `solutions.lessonNN`.
+Read the solutions after you have tried.
 
 Every verdict is also kept in your own folder (`records`: ~/.attention-course/records.jsonl, or
 the folder $ATTENTION_COURSE_RECORDS names; "off" keeps nothing); `progress()` prints what you
@@ -30,35 +14,38 @@ have tried and passed, lesson by lesson. A teacher on a hub collects the class's
 one table per exercise: `python -m attention.exercises.class_report --homes /home`.
 """
 
-from .after2024 import (
-    check_differential_map,
-    check_differential_weights,
-    check_gated_delta_step,
-    check_linear_attention_step,
-    check_mla_absorbed_scores,
-    check_mla_cache_bytes,
-    check_paged_slot,
-    check_topk_keep,
+from .lesson01 import check_rnn_final_state, check_vocabulary
+from .lesson02 import check_gaussian_pooling, check_softmax
+from .lesson03 import check_additive_scores, check_bilinear_scores
+from .lesson04 import check_attention, check_attention_shapes
+from .lesson05 import check_dot_product_variance, check_softmax_jacobian
+from .lesson06 import check_causal_mask, check_key_padding_mask, check_masked_softmax
+from .lesson07 import (
+    check_attention_pool,
+    check_memory_slots,
+    check_self_attention,
+    check_tanh_attention,
 )
-from .basics import (
-    check_additive_scores,
-    check_attention,
-    check_attention_shapes,
-    check_bilinear_scores,
-    check_dot_product_variance,
-    check_gaussian_pooling,
-    check_rnn_final_state,
-    check_softmax,
-    check_softmax_jacobian,
-    check_vocabulary,
+from .lesson08 import check_mha_parameter_count, check_multi_head_scores, check_split_heads
+from .lesson09 import check_permutation_equivariance, check_positional_encoding
+from .lesson10 import check_layer_norm, check_parameter_count
+from .lesson11 import check_greedy_step, check_sequence_loss, check_shift_right
+from .lesson12 import (
+    check_chat_prompt,
+    check_induction_score,
+    check_previous_token_score,
+    check_sampling_probs,
+    check_sink_share,
+    check_top_k_filter,
 )
-from .blocks import (
-    check_layer_norm,
-    check_parameter_count,
-    check_permutation_equivariance,
-    check_positional_encoding,
+from .lesson13 import (
+    check_attention_matrix_bytes,
+    check_flash_tile_update,
+    check_online_softmax_update,
 )
-from .capstone import (
+from .lesson14 import check_cached_attention, check_kv_cache_bytes, check_repeat_kv
+from .lesson15 import check_alibi_bias, check_perplexity, check_rope_half, check_sliding_window_mask
+from .lesson16 import (
     check_attention_layer,
     check_cached_causal_mask,
     check_decoder_block,
@@ -69,14 +56,14 @@ from .capstone import (
     check_rope_interleaved,
     check_swiglu,
 )
-from .induction import (
+from .lesson17 import (
     check_ablate_head,
     check_batch_previous_token_score,
     check_k_composition,
     check_repeated_loss,
     check_toy_induction_score,
 )
-from .interventions import (
+from .lesson18 import (
     check_mean_ablate,
     check_occlusion,
     check_patch_head,
@@ -84,45 +71,23 @@ from .interventions import (
     check_read_head,
     check_rollout,
 )
-from .masks_heads import (
-    check_attention_pool,
-    check_causal_mask,
-    check_key_padding_mask,
-    check_masked_softmax,
-    check_mha_parameter_count,
-    check_multi_head_scores,
-    check_self_attention,
-    check_split_heads,
+from .lesson19 import (
+    check_differential_map,
+    check_differential_weights,
+    check_gated_delta_step,
+    check_linear_attention_step,
+    check_mla_absorbed_scores,
+    check_mla_cache_bytes,
+    check_paged_slot,
+    check_topk_keep,
 )
-from .masks_you_write import (
+from .lesson20 import (
     check_alibi_score_mod,
     check_document_mask_mod,
     check_softcap_score_mod,
     check_window_sinks_mask_mod,
 )
-from .models import (
-    check_chat_prompt,
-    check_induction_score,
-    check_previous_token_score,
-    check_sampling_probs,
-    check_sink_share,
-    check_top_k_filter,
-)
-from .modern import (
-    check_alibi_bias,
-    check_attention_matrix_bytes,
-    check_cached_attention,
-    check_flash_tile_update,
-    check_kv_cache_bytes,
-    check_online_softmax_update,
-    check_perplexity,
-    check_repeat_kv,
-    check_rope_half,
-    check_sliding_window_mask,
-)
-from .pooling import check_memory_slots, check_tanh_attention
 from .records import progress  # noqa: F401 - `from attention.exercises import progress`
-from .training import check_greedy_step, check_sequence_loss, check_shift_right
 
 __all__ = [
     "check_ablate_head",

@@ -22,8 +22,12 @@ crash.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import os
+import pkgutil
+import re
 import time
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -33,10 +37,11 @@ from pathlib import Path
 from ..language import translate
 
 __all__ = [
-    "EXERCISE_LESSON",
+    "EXERCISE_LESSON",  # noqa: F822 - made on first use, by __getattr__ below
     "OUTCOMES",
     "RECORDS_ENV",
     "Record",
+    "exercise_lessons",
     "progress",
     "read_records",
     "record",
@@ -48,121 +53,31 @@ FILE_NAME = "records.jsonl"
 OUTCOMES = ("passed", "mistake", "wrong", "not attempted")
 MAX_MESSAGE = 500  # characters of a verdict kept in a record
 
-# Each checker and the lesson that uses it (tests/test_records.py checks it against the checker
-# modules and lessons/); a checker missing here is still recorded, with lesson None.
-EXERCISE_LESSON: dict[str, str] = {
-    **dict.fromkeys(["check_vocabulary", "check_rnn_final_state"], "01_why_attention"),
-    **dict.fromkeys(["check_softmax", "check_gaussian_pooling"], "02_weighted_averaging"),
-    **dict.fromkeys(["check_additive_scores", "check_bilinear_scores"], "03_scoring_functions"),
-    **dict.fromkeys(["check_attention", "check_attention_shapes"], "04_scaled_dot_product"),
-    **dict.fromkeys(["check_dot_product_variance", "check_softmax_jacobian"], "05_why_sqrt_dk"),
-    **dict.fromkeys(
-        ["check_causal_mask", "check_key_padding_mask", "check_masked_softmax"], "06_masks"
-    ),
-    **dict.fromkeys(
-        [
-            "check_attention_pool",
-            "check_self_attention",
-            "check_memory_slots",
-            "check_tanh_attention",
-        ],
-        "07_self_attention",
-    ),
-    **dict.fromkeys(
-        ["check_split_heads", "check_multi_head_scores", "check_mha_parameter_count"],
-        "08_multi_head",
-    ),
-    **dict.fromkeys(
-        ["check_positional_encoding", "check_permutation_equivariance"], "09_positional_encoding"
-    ),
-    **dict.fromkeys(["check_layer_norm", "check_parameter_count"], "10_transformer_block"),
-    **dict.fromkeys(
-        ["check_shift_right", "check_sequence_loss", "check_greedy_step"], "11_encoder_decoder"
-    ),
-    **dict.fromkeys(
-        [
-            "check_sink_share",
-            "check_previous_token_score",
-            "check_induction_score",
-            "check_top_k_filter",
-            "check_sampling_probs",
-            "check_chat_prompt",
-        ],
-        "12_real_model_attention",
-    ),
-    **dict.fromkeys(
-        [
-            "check_attention_matrix_bytes",
-            "check_online_softmax_update",
-            "check_flash_tile_update",
-        ],
-        "13_flash_attention",
-    ),
-    **dict.fromkeys(
-        ["check_kv_cache_bytes", "check_cached_attention", "check_repeat_kv"], "14_kv_cache_gqa"
-    ),
-    **dict.fromkeys(
-        ["check_rope_half", "check_alibi_bias", "check_sliding_window_mask", "check_perplexity"],
-        "15_rope_alibi_windows",
-    ),
-    **dict.fromkeys(
-        [
-            "check_rms_norm",
-            "check_rope_interleaved",
-            "check_gqa_attention",
-            "check_cached_causal_mask",
-            "check_attention_layer",
-            "check_swiglu",
-            "check_decoder_block",
-            "check_output_layer",
-            "check_generate",
-        ],
-        "16_your_own_smollm2",
-    ),
-    **dict.fromkeys(
-        [
-            "check_batch_previous_token_score",
-            "check_toy_induction_score",
-            "check_ablate_head",
-            "check_k_composition",
-            "check_repeated_loss",
-        ],
-        "17_induction_heads",
-    ),
-    **dict.fromkeys(
-        [
-            "check_rollout",
-            "check_patching_effect",
-            "check_occlusion",
-            "check_read_head",
-            "check_mean_ablate",
-            "check_patch_head",
-        ],
-        "18_intervention_lab",
-    ),
-    **dict.fromkeys(
-        [
-            "check_mla_cache_bytes",
-            "check_linear_attention_step",
-            "check_topk_keep",
-            "check_differential_weights",
-            "check_paged_slot",
-            "check_mla_absorbed_scores",
-            "check_differential_map",
-            "check_gated_delta_step",
-        ],
-        "19_attention_after_2024",
-    ),
-    **dict.fromkeys(
-        [
-            "check_document_mask_mod",
-            "check_window_sinks_mask_mod",
-            "check_alibi_score_mod",
-            "check_softcap_score_mod",
-        ],
-        "20_masks_you_write",
-    ),
-}
+
+@functools.cache
+def exercise_lessons() -> dict[str, str]:
+    """Each checker's name -> its lesson: the LESSON of the module lessonNN that defines it.
+
+    In course order (lesson by lesson, each module's in the order it defines them); a checker
+    used by two lessons lives in the first one's module. Read on first use: the lesson
+    modules import the kit, which imports this module.
+    """
+    package = importlib.import_module(__package__)
+    table: dict[str, str] = {}
+    for name in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        if re.fullmatch(r"lesson\d\d", name):
+            module = importlib.import_module(f"{__package__}.{name}")
+            checkers = [n for n in vars(module) if n.startswith("check_") and n in module.__all__]
+            table.update(dict.fromkeys(checkers, module.LESSON))  # in the order they are defined
+    return table
+
+
+def __getattr__(name: str) -> dict[str, str]:
+    """EXERCISE_LESSON: each checker and its lesson (exercise_lessons), a checker missing from it
+    is still recorded, with lesson None."""
+    if name == "EXERCISE_LESSON":
+        return exercise_lessons()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -199,7 +114,7 @@ def record(exercise: str, outcome: str, message: str) -> None:
         line = json.dumps(
             {
                 "exercise": exercise,
-                "lesson": EXERCISE_LESSON.get(exercise),
+                "lesson": exercise_lessons().get(exercise),
                 "outcome": outcome,
                 "message": message[:MAX_MESSAGE],
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -308,7 +223,7 @@ def progress_lines(records: Iterable[Record]) -> Iterator[str]:
     )
     for lesson in lessons:
         tried = [e for e, r in last.items() if r.lesson == lesson]
-        total = sum(1 for v in EXERCISE_LESSON.values() if v == lesson) if lesson else len(tried)
+        total = sum(1 for v in exercise_lessons().values() if v == lesson) if lesson else len(tried)
         done = sum(e in passed for e in tried)
         name = _pad(lesson or translate("outside the lessons"), 28)
         yield f"{name} {len(tried):>5} {done:>6} {total:>3}"

@@ -1,287 +1,86 @@
-"""Pure computations behind the explorers in `widgets/`, one module per explorer.
+"""Pure computations behind the explorers in `widgets/`, one module per explorer, and only those.
 
 Each explorer is a frozen params dataclass -> a pure function -> a frozen result dataclass, so
 a notebook can call the function without any widget, a test can compare a widget's view with
 the function's result for the same params, and `explorer.result` is the maths. The same params
 always give the same numbers (every random draw is seeded).
 
-Module attention/explore/<stem>.py feeds widgets/explorers/<stem>.py, and reads
-`<Stem>Params -> explore_<stem> -> <Stem>Exploration` (attention, mask, tokens, scaling, heads,
-positional, training, model_view, flash, kv_cache, rope, induction, qk_space,
-mask_function, latent, linear_attention);
-widgets/registry.py lists which explorer calls which function. model_view has three
-(explore_model_view, explore_head_view, explore_neuron); interventions has two
-(explore_patching, explore_rollout: lesson 18). Results are Explorations, so none
-shares a name with the core's Results.
+Module attention/explore/<stem>.py feeds widgets/explorers/<stem>.py and reads
+`<Stem>Params -> explore_<stem> -> <Stem>Exploration`; widgets/explorers.toml names each
+explorer's stem and function (model_view has three: explore_model_view, explore_head_view,
+explore_neuron; interventions two: explore_patching, explore_rollout). Results are
+Explorations, so none shares a name with the core's Results. _util holds the size limits and
+the seeded MultiHeadAttention the explorers share; `one_thread` (applied once, by the widgets'
+Explorer base, around every update) and the argument checks come from attention.sandbox.limits.
 
-_util holds the size limits, argument checks, the seeded MultiHeadAttention the explorers share
-and `one_thread` (applied once, by the widgets' Explorer base, around every update).
-model_view also holds what lesson 12 measures on the real models (maps cached per text,
-per-head scores, losses with heads ablated or the mask changed, a chat answer); kv_cache's
-`measure_decoding` times a real model; windows: perplexity of SmolLM2 under a sliding window,
-with and without sink tokens, or with the wrong RoPE layout; experiments: the longer
-experiments lessons 1, 3 and 10 run.
+The package's public names are the pair modules' `__all__` lists, read from their source; a
+module `__getattr__` imports a pair module the first time one of its names is asked for, so
+`from attention.explore import explore_mask` imports mask.py and not the models.
+What lives elsewhere:
+
+    attention/experiments/     the lessons' measurements (RNN memory, sqrt(d_k), norm placement,
+                               lesson 12's losses, chat and induction scores, sampling, sinks,
+                               sliding windows, decoding speed)
+    attention/models/cache.py  pretrained_model: each real model loaded once per kernel
+    attention/sandbox/         the whitelist that checks, compiles and runs a learner's typed
+                               mask function (the MaskFunctionExplorer's)
 """
 
-from ._util import MAX_LEN, MAX_WIDTH, one_thread
-from .attention import (
-    TEMPERATURE_RANGE,
-    AttentionExploration,
-    AttentionParams,
-    explore_attention,
-    max_heads,
-)
-from .flash import FlashExploration, FlashParams, explore_flash
-from .heads import (
-    HEADS_BATCH_MAX,
-    HEADS_D_MODELS,
-    HEADS_MAX,
-    HEADS_SEQ_MAX,
-    HeadsExploration,
-    HeadsParams,
-    HeadsPath,
-    explore_heads,
-    head_choices,
-)
-from .induction import InductionExploration, InductionParams, explore_induction
-from .interventions import (
-    PatchingExploration,
-    PatchingParams,
-    RolloutExploration,
-    RolloutParams,
-    explore_patching,
-    explore_rollout,
-)
-from .kv_cache import (
-    KV_DTYPES,
-    KV_PRESETS,
-    DecodingSpeed,
-    KVCacheExploration,
-    KVCacheParams,
-    explore_kv_cache,
-    measure_decoding,
-)
-from .latent import LatentExploration, LatentParams, explore_latent
-from .linear_attention import (
-    LinearAttentionExploration,
-    LinearAttentionParams,
-    explore_linear_attention,
-)
-from .mask import (
-    MASK_KINDS,
-    Mask,
-    MaskExploration,
-    MaskParams,
-    explore_mask,
-    mask_to_tuple,
-    preset_mask,
-)
-from .mask_function import (
-    MASK_FUNCTION_MAX_T,
-    MaskFunctionError,
-    MaskFunctionExploration,
-    MaskFunctionParams,
-    compile_mask_function,
-    explore_mask_function,
-)
-from .model_view import (
-    DEFAULT_TEXTS,
-    LOSS_MASKS,
-    MODEL_MAX_TOKENS,
-    MODEL_NAMES,
-    THUMB_SIZE,
-    ChatResult,
-    HeadSummary,
-    HeadViewExploration,
-    HeadViewParams,
-    InductionResult,
-    LossParams,
-    LossResult,
-    ModelMaps,
-    ModelViewExploration,
-    ModelViewParams,
-    NeuronExploration,
-    NeuronParams,
-    chat_answer,
-    encode_text,
-    explore_head_view,
-    explore_model_view,
-    explore_neuron,
-    induction_score,
-    induction_scores,
-    loss_mask,
-    maps_of_ids,
-    model_maps,
-    model_shape,
-    pretrained_model,
-    previous_token_score,
-    sink_share,
-    text_loss,
-    thumbnail_maps,
-)
-from .positional import (
-    PE_D_MODEL_MAX,
-    PE_DIMS_MAX,
-    PE_SEQ_MAX,
-    PositionalExploration,
-    PositionalParams,
-    ShuffleCheck,
-    explore_positional,
-    shuffle_permutation,
-)
-from .qk_space import (
-    QK_MAX_TOKENS,
-    QKSpaceExploration,
-    QKSpaceParams,
-    explore_qk_space,
-)
-from .rope import RopeExploration, RopeParams, explore_rope
-from .scaling import (
-    D_K_MAX,
-    N_KEYS_MAX,
-    ScalingExploration,
-    ScalingParams,
-    ScalingSide,
-    explore_scaling,
-)
-from .tokens import (
-    DEFAULT_SENTENCE,
-    QK_GAIN,
-    TokensExploration,
-    TokensParams,
-    TokenView,
-    as_head_weights,
-    explore_tokens,
-    token_view,
-    tokenize,
-)
-from .training import TrainingExploration, TrainingParams, explore_training
-from .windows import WindowRun, masked_logits, window_experiment, window_run
+from __future__ import annotations
 
-__all__ = [
-    "InductionExploration",
-    "InductionParams",
-    "explore_induction",
-    "QK_MAX_TOKENS",
-    "QKSpaceExploration",
-    "QKSpaceParams",
-    "explore_qk_space",
-    "D_K_MAX",
-    "DEFAULT_SENTENCE",
-    "DEFAULT_TEXTS",
-    "HEADS_BATCH_MAX",
-    "HEADS_D_MODELS",
-    "HEADS_MAX",
-    "HEADS_SEQ_MAX",
-    "KV_DTYPES",
-    "KV_PRESETS",
-    "LOSS_MASKS",
-    "MASK_KINDS",
-    "MAX_LEN",
-    "MAX_WIDTH",
-    "MODEL_MAX_TOKENS",
-    "MODEL_NAMES",
-    "N_KEYS_MAX",
-    "PE_DIMS_MAX",
-    "PE_D_MODEL_MAX",
-    "PE_SEQ_MAX",
-    "QK_GAIN",
-    "TEMPERATURE_RANGE",
-    "THUMB_SIZE",
-    "AttentionExploration",
-    "AttentionParams",
-    "ChatResult",
-    "DecodingSpeed",
-    "FlashParams",
-    "FlashExploration",
-    "HeadSummary",
-    "HeadViewParams",
-    "HeadViewExploration",
-    "HeadsParams",
-    "HeadsPath",
-    "HeadsExploration",
-    "InductionResult",
-    "KVCacheParams",
-    "KVCacheExploration",
-    "PatchingExploration",
-    "PatchingParams",
-    "RolloutExploration",
-    "RolloutParams",
-    "LatentParams",
-    "LatentExploration",
-    "LinearAttentionParams",
-    "LinearAttentionExploration",
-    "LossParams",
-    "LossResult",
-    "Mask",
-    "MaskExploration",
-    "MaskParams",
-    "ModelMaps",
-    "ModelViewParams",
-    "ModelViewExploration",
-    "NeuronParams",
-    "NeuronExploration",
-    "PositionalParams",
-    "PositionalExploration",
-    "RopeParams",
-    "RopeExploration",
-    "ScalingParams",
-    "ScalingExploration",
-    "ScalingSide",
-    "ShuffleCheck",
-    "TokensExploration",
-    "TokensParams",
-    "TokenView",
-    "TrainingExploration",
-    "TrainingParams",
-    "WindowRun",
-    "as_head_weights",
-    "chat_answer",
-    "encode_text",
-    "explore_attention",
-    "explore_flash",
-    "explore_head_view",
-    "explore_heads",
-    "explore_kv_cache",
-    "explore_patching",
-    "explore_rollout",
-    "explore_latent",
-    "explore_linear_attention",
-    "explore_mask",
-    "explore_mask_function",
-    "MASK_FUNCTION_MAX_T",
-    "MaskFunctionError",
-    "MaskFunctionExploration",
-    "MaskFunctionParams",
-    "compile_mask_function",
-    "explore_model_view",
-    "explore_neuron",
-    "explore_positional",
-    "explore_rope",
-    "explore_scaling",
-    "explore_training",
-    "head_choices",
-    "induction_score",
-    "induction_scores",
-    "loss_mask",
-    "maps_of_ids",
-    "mask_to_tuple",
-    "masked_logits",
-    "max_heads",
-    "measure_decoding",
-    "model_maps",
-    "model_shape",
-    "one_thread",
-    "preset_mask",
-    "pretrained_model",
-    "previous_token_score",
-    "shuffle_permutation",
-    "sink_share",
-    "text_loss",
-    "thumbnail_maps",
-    "explore_tokens",
-    "token_view",
-    "tokenize",
-    "window_experiment",
-    "window_run",
-]
+import ast
+import importlib.util
+import pkgutil
+from functools import cache
+from pathlib import Path
+
+from ._util import MAX_LEN as MAX_LEN  # the shared limits and one_thread, imported at once
+from ._util import MAX_WIDTH as MAX_WIDTH
+from ._util import one_thread as one_thread
+
+_SHARED = ("MAX_LEN", "MAX_WIDTH", "one_thread")
+
+
+def pair_modules() -> tuple[str, ...]:
+    """The stems of the explorer modules: every module here whose name has no leading _."""
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[0] != "_"))
+
+
+def _public(stem: str) -> tuple[str, ...]:
+    """A pair module's __all__, read from its source (the module is imported on first use)."""
+    spec = importlib.util.find_spec(f"{__name__}.{stem}")
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            return tuple(ast.literal_eval(node.value))
+    # a module without __all__: the classes and functions it defines
+    kinds = (ast.ClassDef, ast.FunctionDef)
+    return tuple(n.name for n in tree.body if isinstance(n, kinds) and n.name[0] != "_")
+
+
+@cache
+def _exports() -> dict[str, str]:
+    """name -> the stem of the pair module that exports it; a name exported twice is refused."""
+    where: dict[str, str] = {}
+    for stem in pair_modules():
+        for name in _public(stem):
+            if where.setdefault(name, stem) != stem:
+                raise ImportError(
+                    f"attention.explore: {name} is exported by both {where[name]}.py and {stem}.py"
+                )
+    return where
+
+
+def __getattr__(name: str) -> object:
+    if name == "__all__":
+        return [*_SHARED, *_exports()]
+    if name.startswith("__") or name not in _exports():
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_exports()[name]}"), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_exports()})

@@ -18,6 +18,14 @@ from ..multihead import merge_heads, split_heads
 from ._util import MAX_LEN, MAX_WIDTH, check_int
 from .mask import MASK_KINDS, Mask, check_mask_tuple, preset_mask
 
+__all__ = [
+    "TEMPERATURE_RANGE",
+    "AttentionExploration",
+    "AttentionParams",
+    "explore_attention",
+    "max_heads",
+]
+
 TEMPERATURE_RANGE = (0.1, 10.0)
 
 

@@ -22,6 +22,8 @@ from ..masks import causal_mask
 from ..memory import MemoryTraffic, flash_attention_traffic, naive_attention_traffic
 from ._util import check_bool, check_int
 
+__all__ = ["FlashExploration", "FlashParams", "explore_flash"]
+
 FLASH_SEQ_MAX = 32  # longest sequence the stepper offers (32 x 32 = 1024 steps at tile size 1)
 FLASH_D_HEAD_MAX = 16
 FLASH_TILES_MAX = 16  # tiles per side at most: 256 steps, and every tile stays visible

@@ -16,6 +16,18 @@ from ..functional import scaled_dot_product_attention
 from ..multihead import divisors
 from ._util import check_int, seeded_mha
 
+__all__ = [
+    "HEADS_BATCH_MAX",
+    "HEADS_D_MODELS",
+    "HEADS_MAX",
+    "HEADS_SEQ_MAX",
+    "HeadsExploration",
+    "HeadsParams",
+    "HeadsPath",
+    "explore_heads",
+    "head_choices",
+]
+
 HEADS_D_MODELS = (4, 6, 8, 12, 16, 24, 32, 48, 64)  # widths the heads explorer offers
 HEADS_MAX = 16  # more heads than this do not fit as small multiples
 HEADS_SEQ_MAX = 16

@@ -22,8 +22,17 @@ import torch
 from torch import Tensor
 
 from ..models import interventions as iv
+from ..models.cache import pretrained_model
 from ._util import one_thread
-from .model_view import pretrained_model
+
+__all__ = [
+    "PatchingExploration",
+    "PatchingParams",
+    "RolloutExploration",
+    "RolloutParams",
+    "explore_patching",
+    "explore_rollout",
+]
 
 KINDS = ("agreement", "name_copy")  # the kinds SmolLM2 solves (lesson 18, section 2)
 ROLLOUT_MODELS = ("minilm", "smollm2")

@@ -25,6 +25,8 @@ from ..memory import kv_cache_bytes, mla_cache_bytes
 from ._util import check_int
 from .kv_cache import KV_CONTEXTS, KV_DTYPES
 
+__all__ = ["LatentExploration", "LatentParams", "explore_latent"]
+
 
 @dataclass(frozen=True)
 class MLAConfig:

@@ -35,6 +35,8 @@ from ..linear import (
 from ..masks import causal_mask
 from ._util import check_int
 
+__all__ = ["LinearAttentionExploration", "LinearAttentionParams", "explore_linear_attention"]
+
 LINEAR_VARIANTS = ("linear", "delta rule")
 LINEAR_SEQ_MAX = 16
 LINEAR_D_MAX = 8

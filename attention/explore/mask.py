@@ -21,6 +21,16 @@ from ..masks import (
 )
 from ._util import MAX_LEN, MAX_WIDTH, check_int
 
+__all__ = [
+    "MASK_KINDS",
+    "Mask",
+    "MaskExploration",
+    "MaskParams",
+    "explore_mask",
+    "mask_to_tuple",
+    "preset_mask",
+]
+
 MASK_KINDS = ("none", "causal", "padding", "custom")
 
 Mask = tuple[tuple[bool, ...], ...]  # (Tq, Tk) nested tuples, True = may attend: hashable

@@ -1,66 +1,64 @@
-"""Real trained models read by the course's own attention code: maps, heads' jobs, ablations.
+"""Real trained models read by the course's own attention code: maps, heads' jobs, one pair.
 
     model_maps(ENCODER, text)         every layer's (H, T, T) weights, q and k of a text, cached
     explore_model_view / explore_head_view / explore_neuron    the three views' maths
-    sink_share, previous_token_score, induction_score          one number per head
-    induction_scores(n=40)            the decoder's per-head induction scores on repeated tokens
-    text_loss(LossParams(...))        next-token loss with heads ablated or the mask changed
-    chat_answer(question)             the decoder answers; where its answer looked in the prompt
+    sink_share, previous_token_score  one number per head (attention/models/head_scores.py)
 
-Each model is loaded once per kernel (`pretrained_model`), and the maps of a text once per text
-(`model_maps`), so every explorer and lesson cell shares them. Loading SmolLM2 takes a few
-seconds, one forward pass of 128 tokens about one second on one CPU thread.
+Each model is loaded once per kernel (attention.models.cache.pretrained_model), and the maps of
+a text once per text (`model_maps`), so every explorer and lesson cell shares them. Loading
+SmolLM2 takes a few seconds, one forward pass of 128 tokens about one second on one CPU thread.
+What lesson 12 measures on the decoder (induction scores, losses with heads ablated or the mask
+changed, a chat answer) is in attention/experiments/.
 
 Nothing here depends on which model it is: the registry (attention.models.pretrained.MODELS)
 gives each model's demo text, the model says whether it is causal and rotates q and k
 (`model.causal`, `model.rotary`), and its forward pass returns each layer's q and k before and
 after RoPE, which the neuron view shows as they are. ENCODER and DECODER name the models that
-the views open on and that the loss, induction and chat experiments run.
+the views open on.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..masks import causal_mask, sliding_window_mask
-from ..models.head_scores import induction_score, previous_token_score, sink_share
-from ..models.pretrained import (
-    DECODER,
-    ENCODER,
-    MODELS,
-    PretrainedModel,
-    Tokenizer,
-    generate,
-    load_pretrained,
-    perplexity,
-    token_losses,
-)
+from ..masks import causal_mask
+from ..models.cache import MODEL_NAMES, check_model, pretrained_model
+from ..models.head_scores import previous_token_score, sink_share
+from ..models.pretrained import DECODER, ENCODER, MODELS
 from ._util import check_int
 
-MODEL_NAMES = tuple(MODELS)
+__all__ = [
+    "DEFAULT_TEXTS",
+    "MODEL_MAX_TOKENS",
+    "MODEL_NAMES",
+    "THUMB_SIZE",
+    "HeadSummary",
+    "HeadViewExploration",
+    "HeadViewParams",
+    "ModelMaps",
+    "ModelViewExploration",
+    "ModelViewParams",
+    "NeuronExploration",
+    "NeuronParams",
+    "encode_text",
+    "explore_head_view",
+    "explore_model_view",
+    "explore_neuron",
+    "maps_of_ids",
+    "model_maps",
+    "model_shape",
+    "thumbnail_maps",
+]
+
 MODEL_MAX_TOKENS = 128  # longest text the views take: 30 x 9 maps of 128 x 128 are 17.7 MB
 THUMB_SIZE = 32  # thumbnails of longer texts are max-pooled down to at most this many cells
 DEFAULT_TEXTS = {name: files.demo_text for name, files in MODELS.items()}
-LOSS_MASKS = ("causal", "no-sink", "window")
-
-
-def check_model(name: object) -> str:
-    """Return name if it is one of MODEL_NAMES; else raise ValueError listing them."""
-    if name not in MODEL_NAMES:
-        raise ValueError(f"model: expected one of {list(MODEL_NAMES)}, got {name!r}")
-    return name  # type: ignore[return-value]
-
-
-@cache
-def pretrained_model(name: str) -> tuple[PretrainedModel, Tokenizer]:
-    """(model, tokenizer) of a pretrained model, loaded once per kernel and shared."""
-    return load_pretrained(check_model(name))
 
 
 def model_shape(name: str) -> tuple[int, int]:
@@ -150,45 +148,7 @@ def model_maps(name: str, text: str, max_tokens: int = MODEL_MAX_TOKENS) -> Mode
 # --- one number per head ----------------------------------------------------------------------
 
 
-# sink_share, previous_token_score, induction_score: attention/models/head_scores.py
-
-
-@dataclass(frozen=True)
-class InductionResult:
-    """The decoder reading n random tokens twice: per-head induction scores and the loss."""
-
-    ids: tuple[int, ...]  # 2n ids: n random ones, then the same n again
-    n: int
-    scores: Tensor  # (L, H) induction_score of every head
-    previous_token: Tensor  # (L, H) previous_token_score on the same sequence
-    loss_first: float  # mean next-token loss while reading the first copy (nats)
-    loss_second: float  # ... and the second copy, which an induction head can predict
-    ablate: tuple[tuple[int, int], ...]  # the (layer, head) pairs silenced
-
-
-@torch.no_grad()
-def induction_scores(
-    n: int = 40, seed: int = 0, ablate: tuple[tuple[int, int], ...] = ()
-) -> InductionResult:
-    """Per-head induction scores of the decoder on n random tokens (ids 1000..19999) repeated."""
-    check_int("n", n, 2, MODEL_MAX_TOKENS // 2)
-    check_int("seed", seed, 0, 2**31 - 1)
-    g = torch.Generator().manual_seed(seed)
-    first = torch.randint(1000, 20000, (n,), generator=g)  # (n,) ordinary word pieces
-    ids = torch.cat([first, first])[None]  # (1, 2n)
-    model, _ = pretrained_model(DECODER)
-    out = model(ids, ablate=ablate)
-    weights = torch.stack([a[0] for a in out.attentions])  # (L, H, 2n, 2n)
-    losses = token_losses(out.logits, ids)[0]  # (2n - 1,)
-    return InductionResult(
-        ids=tuple(ids[0].tolist()),
-        n=n,
-        scores=induction_score(weights, n),
-        previous_token=previous_token_score(weights),
-        loss_first=float(losses[: n - 1].mean()),
-        loss_second=float(losses[n - 1 :].mean()),
-        ablate=tuple(ablate),
-    )
+# sink_share, previous_token_score: attention/models/head_scores.py
 
 
 # --- the model view, the head view --------------------------------------------------------------
@@ -418,108 +378,4 @@ def explore_neuron(params: NeuronParams) -> NeuronExploration:
         model_weight=float(maps.weights[params.layer, params.head, i, j]),
         masked=bool(maps.causal and j > i),
         row_scores=row,
-    )
-
-
-# --- the loss on a text: ablate heads, change the mask ----------------------------------------
-
-
-@dataclass(frozen=True)
-class LossParams:
-    """The decoder's next-token loss on a text, with some heads silenced or another mask.
-
-    mask: "causal" (as trained); "no-sink": no query but the first may attend to token 0;
-    "window": each query sees the last `window` tokens, plus the first `sinks` tokens.
-    """
-
-    text: str
-    max_tokens: int = 160
-    ablate: tuple[tuple[int, int], ...] = ()
-    mask: str = "causal"
-    window: int = 16
-    sinks: int = 0
-
-    def __post_init__(self) -> None:
-        check_int("max_tokens", self.max_tokens, 2, 1024)
-        if self.mask not in LOSS_MASKS:
-            raise ValueError(f"mask: expected one of {list(LOSS_MASKS)}, got {self.mask!r}")
-        check_int("window", self.window, 1, 1024)
-        check_int("sinks", self.sinks, 0, 1024)
-
-
-@dataclass(frozen=True)
-class LossResult:
-    params: LossParams
-    n_tokens: int  # tokens read (the text, cut to max_tokens)
-    loss: float  # mean -log p(next token) over the n_tokens - 1 predictions, in nats
-    perplexity: float  # exp(loss): as unsure as a uniform choice among this many tokens
-    first_keys_share: Tensor  # (L, 4) mean weight on keys 0..3 over queries 4.., all heads
-
-
-def loss_mask(params: LossParams, t: int) -> Tensor:
-    """The (T, T) bool mask (True = may attend) that `params.mask` names."""
-    if params.mask == "window":
-        return sliding_window_mask(t, params.window, sinks=params.sinks)
-    mask = causal_mask(t)
-    if params.mask == "no-sink":
-        mask = mask.clone()
-        mask[1:, 0] = False  # query 0 keeps its only key, itself
-    return mask
-
-
-@torch.no_grad()
-def text_loss(params: LossParams) -> LossResult:
-    """The mean next-token loss of the decoder on params.text under the chosen change."""
-    model, tok = pretrained_model(DECODER)
-    ids = torch.tensor([tok.encode(params.text)[: params.max_tokens]])  # (1, T)
-    t = ids.shape[1]
-    if t < 5:
-        raise ValueError(f"text: expected at least 5 tokens, got {t}")
-    if params.ablate and params.mask != "causal":
-        raise ValueError("ablate: only with mask='causal'; change one thing at a time")
-    mask = None if params.mask == "causal" else loss_mask(params, t)  # None: the model's own
-    out = model(ids, ablate=params.ablate, mask=mask)
-    losses = token_losses(out.logits, ids)  # (1, T - 1)
-    share = torch.stack([w[0, :, 4:, :4].mean((0, 1)) for w in out.attentions])  # (L, 4)
-    return LossResult(params, t, float(losses.mean()), perplexity(losses), share)
-
-
-# --- the chat model answers -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChatResult:
-    """A question in the decoder's chat template, its greedy answer, and where the answer looked."""
-
-    question: str
-    prompt: str  # the template's text: special tokens, roles, newlines, the question
-    prompt_tokens: tuple[str, ...]  # Tp
-    answer: str
-    answer_tokens: tuple[str, ...]  # Ta, the end-of-turn token included if reached
-    # (Ta, Tp): for each answer token, the attention of the position that predicted it over the
-    # prompt, averaged over every layer and head (the rest of its weight went to the answer)
-    weights: Tensor = field(repr=False)
-
-
-@lru_cache(maxsize=8)
-@torch.no_grad()
-def chat_answer(question: str, max_new_tokens: int = 24) -> ChatResult:
-    """Ask the decoder one question (greedy decoding); average its attention over the prompt."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"question: expected a non-empty str, got {question!r}")
-    check_int("max_new_tokens", max_new_tokens, 1, 256)
-    model, tok = pretrained_model(DECODER)
-    gen = generate(
-        model, tok, [{"role": "user", "content": question}], max_new_tokens=max_new_tokens
-    )
-    p, a = len(gen.prompt_ids), len(gen.new_ids)
-    out = model(torch.tensor([gen.prompt_ids + gen.new_ids]))
-    mean = torch.stack([w[0] for w in out.attentions]).mean((0, 1))  # (T, T) all layers, heads
-    return ChatResult(
-        question=question,
-        prompt=tok.decode(gen.prompt_ids),
-        prompt_tokens=tuple(tok.tokens(gen.prompt_ids)),
-        answer=gen.text,
-        answer_tokens=tuple(tok.tokens(gen.new_ids)),
-        weights=mean[p - 1 : p - 1 + a, :p],  # (Ta, Tp)
     )

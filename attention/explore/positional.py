@@ -15,6 +15,17 @@ from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
 from ._util import check_bool, check_int, seeded_mha
 
+__all__ = [
+    "PE_D_MODEL_MAX",
+    "PE_DIMS_MAX",
+    "PE_SEQ_MAX",
+    "PositionalExploration",
+    "PositionalParams",
+    "ShuffleCheck",
+    "explore_positional",
+    "shuffle_permutation",
+]
+
 PE_SEQ_MAX = 64
 PE_D_MODEL_MAX = 128
 PE_DIMS_MAX = 8  # curves drawn at once

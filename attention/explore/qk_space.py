@@ -39,15 +39,12 @@ import torch
 from torch import Tensor
 
 from ..masks import causal_mask
+from ..models.cache import check_model
 from ..models.pretrained import ENCODER
 from ._util import check_bool, check_int
-from .model_view import (
-    DEFAULT_TEXTS,
-    ModelMaps,
-    check_model,
-    encode_text,
-    maps_of_ids,
-)
+from .model_view import DEFAULT_TEXTS, ModelMaps, encode_text, maps_of_ids
+
+__all__ = ["QK_MAX_TOKENS", "QKSpaceExploration", "QKSpaceParams", "explore_qk_space"]
 
 QK_MAX_TOKENS = 64  # longest text the picture takes: 128 points, each still findable by hover
 QK_TOP_KEYS = 5  # keys the result lists for the chosen query

@@ -20,6 +20,8 @@ from ..masks import causal_mask
 from ..positional import alibi_bias, alibi_slopes, apply_rope
 from ._util import check_int
 
+__all__ = ["RopeExploration", "RopeParams", "explore_rope"]
+
 ROPE_LAYOUTS = ("half", "interleaved")
 ROPE_D_MAX = 64
 ROPE_SEQ_MAX = 64

@@ -15,6 +15,15 @@ from torch import Tensor
 
 from ._util import check_bool, check_int
 
+__all__ = [
+    "D_K_MAX",
+    "N_KEYS_MAX",
+    "ScalingExploration",
+    "ScalingParams",
+    "ScalingSide",
+    "explore_scaling",
+]
+
 D_K_MAX = 512  # widest q and k the scaling explorer draws
 N_KEYS_MAX = 32  # longest softmax row it shows
 

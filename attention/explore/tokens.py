@@ -16,6 +16,18 @@ from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
 from ._util import MAX_LEN, MAX_WIDTH, check_int
 
+__all__ = [
+    "DEFAULT_SENTENCE",
+    "QK_GAIN",
+    "TokensExploration",
+    "TokensParams",
+    "TokenView",
+    "as_head_weights",
+    "explore_tokens",
+    "token_view",
+    "tokenize",
+]
+
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired"
 QK_GAIN = 1.5  # std of W_q, W_k entries is QK_GAIN / sqrt(d_model)
 

@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # annotations only: the trainer need not load with every expl
     from ..models.toy.data import ToyTask
     from ..models.toy.training import TrainHistory
 
+__all__ = ["TrainingExploration", "TrainingParams", "explore_training"]
+
 TrainingExploration = SnapshotView  # the map per head, its labels, and how sharp it is
 
 

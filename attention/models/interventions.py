@@ -26,17 +26,15 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..masks import causal_mask
-from ..positional import apply_rope
 from .pretrained import PretrainedModel, Tokenizer
-from .pretrained.blocks import Hook, run_blocks
+from .pretrained.blocks import Hook
+from .pretrained.points import hook_name, parse_hook_name
 
 # Package data beside this module, so an installed course (a wheel, not only `pip install -e`)
 # finds it; pyproject's package-data ships it.
@@ -232,7 +230,7 @@ def ablate_heads(
     for layer, head in heads:
         check_layer_head(model, layer, head)
         by_layer.setdefault(layer, []).append(head)
-    names = [f"blocks.{layer}.attn.head_out" for layer in by_layer]
+    names = [hook_name(layer, "heads") for layer in by_layer]
     means = {}
     if mode == "mean":
         source, source_real = (ids, real) if mean_ids is None else (mean_ids, mean_real)
@@ -251,7 +249,7 @@ def ablate_heads(
 
         return hook
 
-    hooks = {n: replace(n, by_layer[int(n.split(".")[1])]) for n in names}
+    hooks = {n: replace(n, by_layer[parse_hook_name(n)[0]]) for n in names}
     return _forward(model, ids, real, hooks=hooks, **kw)
 
 
@@ -274,7 +272,7 @@ def patch(
     names = list(names)
     if heads is not None:
         for name in names:
-            if not name.endswith(".attn.head_out"):
+            if parse_hook_name(name)[1] != "heads":
                 raise ValueError(f"heads: only a head_out point has heads, got {name!r}")
         for h in heads:
             check_layer_head(model, 0, h)
@@ -311,9 +309,10 @@ def resume_logit_diff(
     """SmolLM2 from the residual stream x (B, T, M) entering `layer` to the pairs' logit
     differences (B,), with hooks named relative to `layer` ("blocks.0" is block `layer`).
 
-    The blocks before `layer` are not run again: in a causal model a patch at layer L leaves
-    them as they were. Only the logits of the answer and the alternative are computed (their
-    difference is one dot product with the difference of two rows of the output layer).
+    The blocks before `layer` are not run again (model.run_from): in a causal model a patch at
+    layer L leaves them as they were. Only the logits of the answer and the alternative are
+    computed (their difference is one dot product with the difference of two rows of the
+    output layer).
     Equal to model(ids, hooks=...) run whole (tests/test_interventions.py checks it).
     """
     if not model.causal or not model.rotary:
@@ -321,19 +320,11 @@ def resume_logit_diff(
             f"resume_logit_diff: expected a causal model with RoPE (SmolLM2), got "
             f"{type(model).__name__}"
         )
-    t = x.shape[1]
-    run = run_blocks(
-        model.layers[layer:],
-        x,
-        hooks,
-        keep=False,
-        mask=causal_mask(t, t, offset=0, device=x.device),
-        rope=partial(
-            apply_rope, positions=torch.arange(t), base=model.cfg.rope_base, layout="interleaved"
-        ),
-        attention_fn=None,
-        check_finite=False,
-    )
+    named = {}
+    for name, fn in hooks.items():
+        at, point = parse_hook_name(name)
+        named[hook_name(layer + at, point)] = fn
+    run = model.run_from(layer, x, hooks=named)
     h = model.norm(run.output[torch.arange(len(batch)), batch.target])  # (B, M)
     w = model.embed.weight
     return (h * (w[batch.answer] - w[batch.alternative])).sum(-1)  # (B,)

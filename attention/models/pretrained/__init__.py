@@ -6,7 +6,8 @@
     out.logits          (B, T, V)  SmolLM2: scores for the next token at each position
     out.hidden          (B, T, M)  MiniLM: contextual vectors of the tokens
     out.layers[i]       what layer i's attention computed: q_raw, k_raw (before RoPE), q, k, v,
-                        weights (B, H, T, T), heads (B, H, T, D) each head's output
+                        weights (B, H, T, T), heads (B, H, T, D) each head's output; every
+                        point of a block has one name (.points: hook_name, parse_hook_name)
     out.attentions      one (B, H, T, T) tensor per layer, each row sums to 1
     tokenizer.tokens(ids)           readable labels for plots
 
@@ -18,7 +19,7 @@ Both models' layers are the core's MultiHeadAttention, and both forwards take:
     attention_fn=   the attention function of every layer: the core's by default,
                     attention.flash_attention, or fn(q, k, v, mask) -> output of your own
     hooks=          {"blocks.3.attn.head_out": fn, "blocks.3.resid_post": fn, ...} to read or
-                    replace activations (model.hook_names() lists them; see .blocks)
+                    replace activations (model.hook_names() lists them; see .blocks, .points)
     ablate=         {(layer, head), ...} heads to silence (a shorthand for head_out hooks)
 model.causal and model.rotary say how a model sees the text; MODELS[name].demo_text is the
 text the explorers open with. token_losses and perplexity score a text (.loss).
@@ -43,6 +44,7 @@ from .generate import Generation, format_chat, generate, sample_next
 from .gguf_weights import GGUFFormatError, read_gguf
 from .loss import perplexity, token_losses
 from .minilm import EncoderOutput, MiniLM, MiniLMConfig
+from .points import hook_name, parse_hook_name
 from .smollm2 import CausalLMOutput, KVCache, SmolLM2, SmolLM2Config
 from .tokenizer import Tokenizer, bpe_from_gguf, wordpiece_from_file
 
@@ -169,7 +171,9 @@ __all__ = [
     "check_tokenizer",
     "format_chat",
     "generate",
+    "hook_name",
     "load_pretrained",
+    "parse_hook_name",
     "perplexity",
     "read_gguf",
     "sample_next",

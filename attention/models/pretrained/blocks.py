@@ -1,18 +1,22 @@
 """What both pretrained models share: each layer's result, the hook points, the loop over blocks.
 
-Every block is the core's MultiHeadAttention plus the model's own norms and feed-forward, and
-returns what its attention computed (`LayerResult`): views and experiments read q, k, v, the
-weights and each head's output from there instead of recomputing them.
+Every block is the core's MultiHeadAttention plus the model's own norms and feed-forward. As it
+runs it emits each of its points once (.points names them): `emit(point, x)` runs the hook on
+that point, if any, and keeps x in the layer's result if it was asked for. The layer's result
+(`LayerResult`) is those kept points: by default what the attention computed (q_raw, k_raw, q,
+k, v, weights, heads), so views and experiments read them instead of recomputing them.
 
 Hooks read or replace an activation as the model runs (TransformerLens's hook points, one
-naming scheme for both models). Pass a dict {name: fn} to forward; fn(tensor) returns None to
-leave the tensor as it is (reading), or a tensor of the same shape to replace it:
+naming scheme for both models, `model.hook_names()`). Pass a dict {name: fn} to forward;
+fn(tensor) returns None to leave the tensor as it is (reading), or a tensor of the same shape
+to replace it. The names are points.hook_name(layer, point), e.g.
 
     blocks.{i}.resid_pre        (B, T, M)    the residual stream entering block i
     blocks.{i}.attn.weights     (B, H, T, Tk) each head's attention map (rows sum to 1); a
                                              replacement is what the values are averaged by
     blocks.{i}.attn.head_out    (B, H, T, D) each head's output, before the heads are merged
     blocks.{i}.resid_post       (B, T, M)    the residual stream leaving block i
+    (and attn_norm, attn_out, resid_mid, ffn_norm, ffn: see .points)
 
     seen = {}
     def keep(x):                                    # reading: returns None
@@ -29,7 +33,7 @@ Without hooks the forward pass runs no hook code at all: the same operations, bi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +42,11 @@ from torch import Tensor, nn
 from ..._checks import shape_str
 from ...functional import AttentionResult, repeat_kv, scaled_dot_product_attention
 from ...multihead import MultiHeadResult
+from . import points
 from .checks import heads_to_keep
 
 Hook = Callable[[Tensor], Tensor | None]
-HOOK_POINTS = ("resid_pre", "attn.weights", "attn.head_out", "resid_post")
+HOOK_POINTS = tuple(p.hook for p in points.POINTS if p.hook is not None)  # "attn.head_out", ...
 
 
 @dataclass(frozen=True)
@@ -60,22 +65,37 @@ class ModelSizes:
         return self.d_model // self.n_heads
 
 
-@dataclass(frozen=True)
-class LayerResult:
-    """What one block's attention computed: the parts of the core's MultiHeadResult a view or
-    an experiment reads (scores, merged heads and projection are not kept, to save memory)."""
+class LayerResult(Mapping[str, Tensor | None]):
+    """What one block computed: the points asked for, by name (.points), read as
+    out.layers[i].q or out.layers[i]["q"]. By default the attention's: q_raw, k_raw (B, H|Hkv,
+    T, D) before RoPE, q, k (after RoPE, cached keys first), v, weights (None if the attention
+    function keeps none) and heads (after any head_out hook)."""
 
-    q_raw: Tensor  # (B, H, T, D) queries before RoPE; q itself in a model without RoPE
-    k_raw: Tensor  # (B, Hkv, T, D) this call's keys before RoPE (no cached keys)
-    q: Tensor  # (B, H, T, D) as attended: after RoPE
-    k: Tensor  # (B, Hkv, Tpast + T, D) after RoPE, cached keys first; Hkv = H unless grouped
-    v: Tensor  # (B, Hkv, Tpast + T, D)
-    weights: Tensor | None  # (B, H, T, Tpast + T); None if the attention function keeps none
-    heads: Tensor  # (B, H, T, D) each head's output as merged (after any head_out hook)
+    def __init__(self, kept: Mapping[str, Tensor | None]) -> None:
+        self._kept = dict(kept)
 
-    @classmethod
-    def of(cls, a: MultiHeadResult) -> LayerResult:
-        return cls(a.q_raw, a.k_raw, a.q, a.k, a.v, a.weights, a.heads)
+    def __getitem__(self, point: str) -> Tensor | None:
+        try:
+            return self._kept[point]
+        except KeyError:
+            raise KeyError(
+                f"point: expected one of the points kept {list(self._kept)}, got {point!r}"
+            ) from None
+
+    def __getattr__(self, point: str) -> Tensor | None:
+        kept = self.__dict__.get("_kept", {})
+        if point not in kept:
+            raise AttributeError(f"LayerResult has no {point!r}; the points kept are {list(kept)}")
+        return kept[point]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __repr__(self) -> str:
+        return f"LayerResult({', '.join(self._kept)})"
 
 
 @dataclass(frozen=True)
@@ -98,10 +118,12 @@ class PretrainedModel(nn.Module):
 
     causal: bool  # a token sees only itself and earlier tokens
     rotary: bool  # positions enter by rotating q and k (RoPE), so q_raw differs from q
+    family: str  # "smollm2" or "minilm": which points its blocks emit (.points)
 
     def hook_names(self) -> list[str]:
         """Every hook point of this model, in the order the forward pass reaches them."""
-        return [f"blocks.{i}.{p}" for i in range(self.cfg.n_layers) for p in HOOK_POINTS]
+        emitted = points.hook_points(self.family)
+        return [points.hook_name(i, p) for i in range(self.cfg.n_layers) for p in emitted]
 
 
 def prepare_hooks(
@@ -115,14 +137,15 @@ def prepare_hooks(
         known = set(model.hook_names())
         for name, fn in hooks.items():
             if name not in known:
+                emitted = [p.hook for p in points.POINTS if model.family in p.models]
                 raise ValueError(
                     f"hooks: unknown hook point {name!r}; expected 'blocks.<layer>.<point>' with "
-                    f"layer in [0, {model.cfg.n_layers}) and point one of {list(HOOK_POINTS)}"
+                    f"layer in [0, {model.cfg.n_layers}) and point one of {emitted}"
                 )
             if not callable(fn):
                 raise TypeError(f"hooks[{name!r}]: expected a function, got {type(fn).__name__}")
     for layer, keep in heads_to_keep(ablate, model.cfg.n_layers, model.cfg.n_heads).items():
-        name = f"blocks.{layer}.attn.head_out"
+        name = points.hook_name(layer, "heads")
         hooks[name] = _silence(keep, hooks.get(name), name)
     return hooks
 
@@ -152,9 +175,42 @@ def run_hook(fn: Hook, name: str, x: Tensor) -> Tensor:
     return y
 
 
-def _hooked(hooks: dict[str, Hook], name: str, x: Tensor) -> Tensor:
-    fn = hooks.get(name)
-    return x if fn is None else run_hook(fn, name, x)
+class Emit:
+    """Block `layer`'s points as the block computes them: emit(point, x) runs the point's hook,
+    if any, and keeps x in the layer's result if the point is one asked for."""
+
+    def __init__(self, layer: int, hooks: dict[str, Hook], keep: Collection[str]) -> None:
+        self.layer, self.hooks, self.keep = layer, hooks, keep
+        self.kept: dict[str, Tensor | None] = {}
+
+    def __call__(self, point: str, x: Tensor) -> Tensor:
+        if self.hooks:  # no hooks: not even a lookup, the plain forward pass
+            name = points.hook_name(self.layer, point)
+            fn = self.hooks.get(name)
+            if fn is not None:
+                x = run_hook(fn, name, x)
+        if point in self.keep:
+            self.kept[point] = x
+        return x
+
+    def attention(self, attn: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords of MultiHeadAttention.forward with the attention's own points (weights,
+        heads) emitted: a head_hook, and the attention function with a weights hook."""
+        if not self.hooks:
+            return dict(attn)
+        attn = dict(attn)
+        if points.hook_name(self.layer, "heads") in self.hooks:
+            attn["head_hook"] = lambda heads: self("heads", heads)
+        name = points.hook_name(self.layer, "weights")
+        fn = self.hooks.get(name)
+        if fn is not None:
+            attn["attention_fn"] = _weights_hooked(fn, name, attn)
+        return attn
+
+    def result(self, a: MultiHeadResult) -> LayerResult:
+        """The kept points, with those of the core's result (q_raw, ..., heads) asked for."""
+        kept = self.kept | {p: getattr(a, p) for p in points.ATTENTION if p in self.keep}
+        return LayerResult({p: kept[p] for p in points.NAMES if p in kept})
 
 
 @dataclass(frozen=True)
@@ -162,9 +218,9 @@ class StackRun:
     """The blocks' output, the residual stream between them, each layer's result, the cache."""
 
     output: Tensor  # (B, T, M) the last block's output
-    hidden_states: tuple[Tensor, ...]  # n_layers + 1 x (B, T, M)
-    layers: tuple[LayerResult, ...]  # n_layers, or () when not kept
-    kv: tuple[tuple[Tensor, Tensor], ...]  # n_layers x (k, v), each (B, Hkv, Tpast + T, D)
+    hidden_states: tuple[Tensor, ...]  # 1 + the blocks run x (B, T, M)
+    layers: tuple[LayerResult, ...]  # one per block run, or () when none kept
+    kv: tuple[tuple[Tensor, Tensor], ...]  # one (k, v) per block, (B, Hkv, Tpast + T, D) each
 
 
 def run_blocks(
@@ -172,43 +228,32 @@ def run_blocks(
     x: Tensor,
     hooks: dict[str, Hook],
     *,
-    keep: bool,
+    keep: Collection[str],
+    first: int = 0,
     pasts: Sequence[tuple[Tensor, Tensor]] | None = None,
     **attn: Any,
 ) -> StackRun:
-    """Run x (B, T, M) through the blocks with the hooks attached.
+    """Run x (B, T, M) through the blocks with the hooks attached; blocks[0] is block `first`.
 
-    Each block is called as block(x, past_kv=..., head_hook=..., **attn) -> (output,
-    MultiHeadResult), `attn` being the keywords of MultiHeadAttention.forward that all
-    blocks share (mask, rope, attention_fn, check_finite). keep: keep each LayerResult.
+    Each block is called as block(x, emit, past_kv=..., **attn) -> (output, MultiHeadResult),
+    `attn` being the keywords of MultiHeadAttention.forward that all blocks share (mask, rope,
+    attention_fn, check_finite); it emits its points through emit (Emit). keep: the points
+    each layer's result keeps (.points.NAMES); empty: no layer result.
     """
     hidden, layers, kv = [], [], []
-    for i, block in enumerate(blocks):
-        head_hook, block_attn = None, attn
-        if hooks:  # no hooks: not even a lookup, the plain forward pass
-            x = _hooked(hooks, f"blocks.{i}.resid_pre", x)
-            fn = hooks.get(f"blocks.{i}.attn.head_out")
-            if fn is not None:
-                head_hook = _named(fn, f"blocks.{i}.attn.head_out")
-            fn = hooks.get(f"blocks.{i}.attn.weights")
-            if fn is not None:
-                attend = _weights_hooked(fn, f"blocks.{i}.attn.weights", attn)
-                block_attn = {**attn, "attention_fn": attend}
+    for i, block in enumerate(blocks, start=first):
+        emit = Emit(i, hooks, keep)
+        x = emit("resid_pre", x)
         hidden.append(x)
-        past = None if pasts is None else pasts[i]
-        x, a = block(x, past_kv=past, head_hook=head_hook, **block_attn)
-        if hooks:
-            x = _hooked(hooks, f"blocks.{i}.resid_post", x)
+        past = None if pasts is None else pasts[i - first]
+        x, a = block(x, emit, past_kv=past, **attn)
+        x = emit("resid_post", x)
         if keep:
-            layers.append(LayerResult.of(a))
+            layers.append(emit.result(a))
         kv.append((a.k, a.v))
         del a  # the scores and merged heads go now, not after the next block (1% of a forward)
     hidden.append(x)
     return StackRun(x, tuple(hidden), tuple(layers), tuple(kv))
-
-
-def _named(fn: Hook, name: str) -> Callable[[Tensor], Tensor]:
-    return lambda heads: run_hook(fn, name, heads)
 
 
 def _weights_hooked(fn: Hook, name: str, attn: Mapping[str, Any]) -> Callable[..., Any]:

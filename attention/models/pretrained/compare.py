@@ -14,11 +14,12 @@ reported, nor float rounding, and only slips of the piece that differs are sugge
                        #   in your causal_mask: given the same inputs, the course's ...
                        #   matches: the causal mask off by one (the diagonal excluded): ...
 
-The steps of block i, in the order the forward pass reaches them:
+The steps of block i are the models' points (.points), in the order the forward pass reaches
+them:
     resid_pre   (B, T, M)        the residual stream entering the block
     attn_norm   (B, T, M)        rms_norm(x, attn_norm), what the attention layer reads
-    q, k        (B, H|Hkv, T, D) the projections, split into heads, before RoPE
-    q_rope, k_rope               after RoPE (k with the cached keys first)
+    q_raw, k_raw (B, H|Hkv, T, D) the projections, split into heads, before RoPE
+    q, k                         after RoPE (k with the cached keys first)
     v           (B, Hkv, Tk, D)  the values (cached ones first)
     mask        (T, Tk) bool     True = may attend
     weights     (B, H, T, Tk)    softmax of the scaled scores
@@ -27,9 +28,9 @@ The steps of block i, in the order the forward pass reaches them:
     resid_mid   (B, T, M)        x + attn_out
     ffn_norm, ffn, resid_post    rms_norm(resid_mid, ffn_norm), SwiGLU of it, resid_mid + ffn
 then `logits` (B, T, V). Where the piece that differs is the layer or the block (their own code,
-not a piece they call), the step is the first whose value differs from the course model's, taken
-from its own results (out.layers[i]: q_raw, k_raw, q, k, v, weights, heads; out.hidden_states)
-and its modules. Two runs are compared:
+not a piece they call), the step is the first whose value differs from the course's. Both sides
+are read by one recorder: the learner's from a run of their pieces, the course's from a run of
+COURSE (the course's pieces, tested equal to SmolLM2) on the same ids. Two runs are compared:
 the whole text at once, then (if that agrees) the text read in two calls with the cache, where
 positions and masks must continue after the cached tokens.
 """
@@ -37,6 +38,7 @@ positions and masks must continue after the cached tokens.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,25 +53,10 @@ from ...language import translate
 from ...masks import causal_mask as _core_causal_mask
 from ...multihead import merge_heads
 from ...positional import apply_rope
+from .points import NAMES as STEPS
+from .points import block_key
 from .smollm2 import SmolLM2, SmolLM2Config, plain_weights
 
-STEPS = (
-    "resid_pre",
-    "attn_norm",
-    "q",
-    "k",
-    "q_rope",
-    "k_rope",
-    "v",
-    "mask",
-    "weights",
-    "heads",
-    "attn_out",
-    "resid_mid",
-    "ffn_norm",
-    "ffn",
-    "resid_post",
-)
 LAYER_NAMES = (
     "attn_norm",
     "w_q",
@@ -112,8 +99,8 @@ class Pieces:
 
 
 def block_weights(weights: dict[str, Tensor], i: int) -> dict[str, Tensor]:
-    """Block i's weights without the "blocks.{i}." prefix: {"attn_norm": ..., "w_q": ...}."""
-    return {name: weights[f"blocks.{i}.{name}"] for name in LAYER_NAMES}
+    """Block i's weights without the block_key prefix: {"attn_norm": ..., "w_q": ...}."""
+    return {name: weights[block_key(i, name)] for name in LAYER_NAMES}
 
 
 def decoder_forward(
@@ -409,11 +396,12 @@ class _Recorder:
 def _is_course(name: str, fn: Callable[..., Any]) -> bool:
     """fn is the course's piece: COURSE's, or the reference solution use_pieces puts in."""
     module = getattr(fn, "__module__", "")
-    return fn is getattr(COURSE, name) or module == "attention.exercises.solution_capstone"
+    return fn is getattr(COURSE, name) or module == "attention.exercises.solutions.lesson16"
 
 
-def _learner_steps(rec: _Recorder, i: int, cfg: SmolLM2Config) -> dict[str, Any]:
-    """The learner's value at each step of block i (steps it never computed are left out)."""
+def _steps(rec: _Recorder, i: int, cfg: SmolLM2Config) -> dict[str, Any]:
+    """The value at each step of block i in a recorded run of some pieces (the learner's, or
+    COURSE for the course's); steps the pieces never computed are left out."""
     steps: dict[str, Any] = {}
     block = rec.of(i, "block")
     layer = rec.of(i, "attention_layer")
@@ -426,15 +414,15 @@ def _learner_steps(rec: _Recorder, i: int, cfg: SmolLM2Config) -> dict[str, Any]
     q_calls = [c for c in ropes if _heads(c.args[0]) == cfg.n_heads]
     k_calls = [c for c in ropes if _heads(c.args[0]) == cfg.n_kv_heads]
     if q_calls:
-        steps["q"] = q_calls[0].args[0]
+        steps["q_raw"] = q_calls[0].args[0]
     if k_calls:
-        steps["k"] = k_calls[0].args[0]
+        steps["k_raw"] = k_calls[0].args[0]
     masks = rec.of(i, "causal_mask")
     if masks:
         steps["mask"] = masks[0].result
     if att:
         q, k, v, mask = att[0].args
-        steps |= {"q_rope": q, "k_rope": k, "v": v, "mask": mask}
+        steps |= {"q": q, "k": k, "v": v, "mask": mask}
         out = _pair(att[0].result)
         if out is not None:
             steps["weights"], steps["heads"] = out[1], out[0]
@@ -455,32 +443,6 @@ def _heads(x: Any) -> int | None:
 
 def _pair(result: Any) -> tuple | None:
     return tuple(result) if isinstance(result, (tuple, list)) and len(result) == 2 else None
-
-
-def _course_steps(model: SmolLM2, out: Any, i: int, past: int) -> dict[str, Tensor]:
-    """The course model's value at each step of block i, from its results and modules."""
-    r, block, x = out.layers[i], model.layers[i], out.hidden_states[i]
-    t = x.shape[1]
-    attn_out = block.attn.out_proj(merge_heads(r.heads))  # (B, T, M)
-    mid = x + attn_out
-    g = block.ffn_norm(mid)
-    return {
-        "resid_pre": x,
-        "attn_norm": block.attn_norm(x),
-        "q": r.q_raw,
-        "k": r.k_raw,
-        "q_rope": r.q,
-        "k_rope": r.k,
-        "v": r.v,
-        "mask": _causal_mask(t, past),
-        "weights": r.weights,
-        "heads": r.heads,
-        "attn_out": attn_out,
-        "resid_mid": mid,
-        "ffn_norm": g,
-        "ffn": block.ffn(g),
-        "resid_post": out.hidden_states[i + 1],
-    }
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -748,7 +710,7 @@ def _step_of(call: _Call, rec: _Recorder, part: str, cfg: SmolLM2Config) -> tupl
         first = next(j for j, c in enumerate(norms) if c is call)
         return call.layer, "attn_norm" if first == 0 else "ffn_norm"
     if call.piece == "rope":
-        return call.layer, "q_rope" if _heads(call.args[0]) == cfg.n_heads else "k_rope"
+        return call.layer, "q" if _heads(call.args[0]) == cfg.n_heads else "k"
     if call.piece == "causal_mask":
         return call.layer, "mask"
     if call.piece == "attention":
@@ -769,12 +731,12 @@ def _matches(
                 found.append(name)
 
     ropes = rec.of(i, "rope")
-    if step in ("q_rope", "k_rope"):
+    if step in ("q", "k"):
         positions = ropes[0].args[1] if ropes else None
         if isinstance(positions, Tensor) and past and int(positions[0]) == 0:
             found.append("positions restarting at 0 after the cache")
     elif step == "v" and isinstance(got, Tensor) and got.shape == want["v"].shape:
-        t = want["k"].shape[2]
+        t = want["k_raw"].shape[2]
         positions = torch.arange(past, past + t)
         new = want["v"][:, :, -t:]  # the course's values of this call's tokens
         test([("RoPE applied to v", _rope(new, positions, cfg.rope_base))], got[:, :, -t:], new)
@@ -811,17 +773,17 @@ def _logit_slips(call: _Call, plain: Pieces) -> list[str]:
 
 
 def _in_layer(
-    rec: _Recorder, model: SmolLM2, out: Any, i: int, past: int, tol: float
+    rec: _Recorder, course: _Recorder, cfg: SmolLM2Config, i: int, past: int, tol: float
 ) -> tuple[str, tuple, list[str]] | None:
-    """The first step of block i whose value differs from the course model's, and its slips."""
-    steps = _learner_steps(rec, i, model.cfg)
-    want = _course_steps(model, out, i, past)
+    """The first step of block i whose value differs from the course's, and its slips: both
+    read by one recorder, `course` being the same run of COURSE."""
+    steps, want = _steps(rec, i, cfg), _steps(course, i, cfg)
     for step in STEPS:
-        if step in steps:
+        if step in steps and step in want:
             gap = _gap(steps[step], want[step], tol)
             if gap is not None:
                 try:
-                    found = _matches(rec, model.cfg, i, step, steps, want, past)
+                    found = _matches(rec, cfg, i, step, steps, want, past)
                 except Exception:  # noqa: BLE001
                     found = []
                 return step, gap, found
@@ -829,11 +791,18 @@ def _in_layer(
 
 
 def _first_real(
-    rec: _Recorder, model: SmolLM2, out: Any, logits: Any, past: int, run: str, tol: float
+    rec: _Recorder,
+    course: Callable[[], _Recorder],
+    cfg: SmolLM2Config,
+    out: Any,
+    logits: Any,
+    past: int,
+    run: str,
+    tol: float,
 ) -> tuple[Gap, list[str], tuple[str, ...]] | None:
     """The earliest call of a piece whose own result really differs, as (gap, slips, suspects);
-    failing that, the first step (or the logits) whose value differs from the course model's."""
-    cfg = model.cfg
+    failing that, the first step whose value differs from the course's (course(): the same
+    run of COURSE, recorded), or the logits from the course model's (out)."""
     for call in rec.calls:  # in the order they finished: a piece's inner calls come first
         if _is_course(call.piece, getattr(rec.plain, call.piece)):
             continue  # the course's own piece: it is the reference
@@ -851,10 +820,10 @@ def _first_real(
             except Exception:  # noqa: BLE001
                 found = []
             return Gap(run, None, "logits", *gap, piece=call.piece), found, suspects
-        inside = _in_layer(rec, model, out, call.layer, past, tol)
+        inside = _in_layer(rec, course(), cfg, call.layer, past, tol)
         if part in ("k", "v"):  # the cache it returns: only the next call would read it
             step, detail = (
-                ("k_rope" if part == "k" else "v"),
+                part,
                 (
                     f"in the ({part} of the) cache your {call.piece} returns for the next call: "
                     "the cached positions first, then the new ones"
@@ -869,7 +838,7 @@ def _first_real(
     if logits is not None and _gap(logits, out.logits, tol) is None:
         return None  # no piece differs and the logits agree
     for i in range(cfg.n_layers):  # no piece differs: rounding, if anything
-        inside = _in_layer(rec, model, out, i, past, tol)
+        inside = _in_layer(rec, course(), cfg, i, past, tol)
         if inside is not None:
             step, gap, _ = inside
             return Gap(run, i, step, *gap), [], ()
@@ -877,6 +846,25 @@ def _first_real(
     if gap is not None:
         return Gap(run, None, "logits", *gap), [], ()
     return None
+
+
+def _record(
+    f: Pieces, weights: dict[str, Tensor], cfg: SmolLM2Config, ids: Tensor, cut: int | None
+) -> tuple[_Recorder, Tensor | None, str | None]:
+    """f's pieces run on ids, recorded: the whole text (cut None), or ids[:, :cut] to fill the
+    cache (not recorded: the first run compared it) and the rest with it. Returns (the
+    recorder, the logits, None), or (the recorder so far, None, the error) if a piece raised."""
+    rec = _Recorder(f, cfg.n_layers)
+    try:
+        if cut is None:
+            logits, _ = decoder_forward(rec.pieces, weights, cfg, ids)
+        else:
+            warm = _Recorder(f, cfg.n_layers)
+            _, cache = decoder_forward(warm.pieces, weights, cfg, ids[:, :cut])
+            logits, _ = decoder_forward(rec.pieces, weights, cfg, ids[:, cut:], cache)
+    except PieceError as err:
+        return rec, None, str(err)
+    return rec, logits, None
 
 
 def compare(
@@ -890,7 +878,8 @@ def compare(
     order the forward pass makes them; the first whose result really differs is reported:
     by more than tol * max(1, its largest value), or by less when a known slip accounts for the
     difference. A difference that only grows out of an earlier one is never reported, nor is
-    float rounding. If no piece differs, the steps are compared with the course model's.
+    float rounding. If no piece differs, the steps are compared with COURSE's (recorded by the
+    same recorder) and the logits with the course model's.
 
     Raises:
         TypeError: f is not a Pieces.
@@ -911,24 +900,15 @@ def compare(
     for run, cut in (("whole text", None), ("with the cache", split)):
         with torch.no_grad():
             if cut is None:
-                out, past = model(ids), 0
+                out, past = model(ids, need_weights=False), 0
             else:
                 first = model(ids[:, :cut], use_cache=True, need_weights=False)
                 out, past = model(ids[:, cut:], cache=first.cache), cut
-        rec = _Recorder(f, cfg.n_layers)  # the call compared with `out`
-        logits, error = None, None
-        try:
-            if cut is None:
-                logits, _ = decoder_forward(rec.pieces, weights, cfg, ids)
-            else:
-                warm = _Recorder(f, cfg.n_layers)  # fills the cache, compared in the first run
-                _, cache = decoder_forward(warm.pieces, weights, cfg, ids[:, :cut])
-                logits, _ = decoder_forward(rec.pieces, weights, cfg, ids[:, cut:], cache)
-        except PieceError as err:
-            error = str(err)
+        rec, logits, error = _record(f, weights, cfg, ids, cut)  # the run compared with `out`
+        course = functools.cache(lambda cut=cut: _record(COURSE, weights, cfg, ids, cut)[0])
         with torch.no_grad():
             try:
-                found = _first_real(rec, model, out, logits, past, run, tol)
+                found = _first_real(rec, course, cfg, out, logits, past, run, tol)
             except Exception:  # noqa: BLE001 - a piece that fails on a re-run: say where it stopped
                 found = None
         if error is not None and found is not None and found[0].layer is None:

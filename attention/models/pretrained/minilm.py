@@ -23,7 +23,8 @@ from torch import Tensor, nn
 
 from ..._checks import shape_str
 from ...multihead import AttentionFn, MultiHeadAttention, MultiHeadResult
-from .blocks import Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
+from . import points
+from .blocks import Emit, Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
 from .checks import check_ids
 from .claims import encoder_layers
 
@@ -75,12 +76,12 @@ class EncoderBlock(nn.Module):
         self.down = nn.Linear(cfg.d_ff, cfg.d_model)
         self.ffn_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
 
-    def forward(self, x: Tensor, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
-        """x (B, T, M) -> (output (B, T, M), what the attention computed); attn: the keywords
-        of MultiHeadAttention.forward (mask, attention_fn, head_hook, ...)."""
-        a = self.attn(x, **attn)
-        h = self.attn_norm(x + a.output)  # (B, T, M)
-        return self.ffn_norm(h + self.down(F.gelu(self.up(h)))), a
+    def forward(self, x: Tensor, emit: Emit, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
+        """x (B, T, M) -> (output (B, T, M), what the attention computed), emitting the block's
+        points; attn: the keywords of MultiHeadAttention.forward (mask, attention_fn, ...)."""
+        a = self.attn(x, **emit.attention(attn))
+        h = emit("resid_mid", self.attn_norm(x + emit("attn_out", a.output)))  # (B, T, M)
+        return self.ffn_norm(h + emit("ffn", self.down(F.gelu(self.up(h))))), a
 
 
 class MiniLM(PretrainedModel):
@@ -88,6 +89,7 @@ class MiniLM(PretrainedModel):
 
     causal = False
     rotary = False
+    family = "minilm"
 
     def __init__(self, cfg: MiniLMConfig) -> None:
         super().__init__()
@@ -141,7 +143,7 @@ class MiniLM(PretrainedModel):
             self.layers,
             self.embed_norm(x),  # (B, T, M)
             hooks,
-            keep=need_weights,
+            keep=points.DEFAULT if need_weights else (),
             mask=mask,
             attention_fn=attention_fn,
             check_finite=False,  # the inputs are finite by construction (checked ids)

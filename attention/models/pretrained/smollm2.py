@@ -32,7 +32,17 @@ from ..._checks import check_mask
 from ...masks import causal_mask
 from ...multihead import AttentionFn, MultiHeadAttention, MultiHeadResult
 from ...positional import apply_rope
-from .blocks import Hook, ModelOutput, ModelSizes, PretrainedModel, prepare_hooks, run_blocks
+from . import points
+from .blocks import (
+    Emit,
+    Hook,
+    ModelOutput,
+    ModelSizes,
+    PretrainedModel,
+    StackRun,
+    prepare_hooks,
+    run_blocks,
+)
 from .checks import check_ids
 
 
@@ -126,12 +136,12 @@ class DecoderBlock(nn.Module):
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.ffn = SwiGLU(cfg)
 
-    def forward(self, x: Tensor, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
-        """x (B, T, M) -> (output (B, T, M), what the attention computed); attn: the keywords
-        of MultiHeadAttention.forward (mask, past_kv, rope, attention_fn, head_hook, ...)."""
-        a = self.attn(self.attn_norm(x), **attn)
-        h = x + a.output  # (B, T, M)
-        return h + self.ffn(self.ffn_norm(h)), a
+    def forward(self, x: Tensor, emit: Emit, **attn: Any) -> tuple[Tensor, MultiHeadResult]:
+        """x (B, T, M) -> (output (B, T, M), what the attention computed), emitting the block's
+        points; attn: the keywords of MultiHeadAttention.forward (mask, past_kv, rope, ...)."""
+        a = self.attn(emit("attn_norm", self.attn_norm(x)), **emit.attention(attn))
+        h = emit("resid_mid", x + emit("attn_out", a.output))  # (B, T, M)
+        return h + emit("ffn", self.ffn(emit("ffn_norm", self.ffn_norm(h)))), a
 
 
 class SmolLM2(PretrainedModel):
@@ -139,6 +149,7 @@ class SmolLM2(PretrainedModel):
 
     causal = True
     rotary = True
+    family = "smollm2"
 
     def __init__(self, cfg: SmolLM2Config) -> None:
         super().__init__()
@@ -198,25 +209,15 @@ class SmolLM2(PretrainedModel):
             raise ValueError(
                 f"cache: holds a batch of {cache.keys[0].shape[0]}, got ids of batch {ids.shape[0]}"
             )
-        hooks = prepare_hooks(self, hooks, ablate)
-        t = ids.shape[1]
-        if mask is None:
-            mask = causal_mask(t, past + t, offset=past, device=ids.device)  # (T, Tpast + T)
-        else:
-            check_mask(mask, (t, past + t))
-        if rope_layout not in ("half", "interleaved"):
-            raise ValueError(f"rope_layout: expected 'half' or 'interleaved', got {rope_layout!r}")
-        positions = torch.arange(past, past + t, device=ids.device)  # (T,)
-        run = run_blocks(
-            self.layers,
+        run = self.run_from(
+            0,
             self.embed(ids),  # (B, T, M)
-            hooks,
-            keep=need_weights,
-            pasts=None if cache is None else tuple(zip(cache.keys, cache.values, strict=True)),
-            mask=mask,
-            rope=partial(apply_rope, positions=positions, base=cfg.rope_base, layout=rope_layout),
+            hooks=prepare_hooks(self, hooks, ablate),
+            keep=points.DEFAULT if need_weights else (),
+            cache=cache,
             attention_fn=attention_fn,
-            check_finite=False,  # the inputs are finite by construction (checked ids)
+            mask=mask,
+            rope_layout=rope_layout,
         )
         x = run.output[:, -1:] if last_only else run.output  # (B, T, M) or (B, 1, M)
         logits = self.head(x)  # (B, T, V)
@@ -225,6 +226,58 @@ class SmolLM2(PretrainedModel):
             hidden_states=run.hidden_states,
             logits=logits,
             cache=KVCache(*zip(*run.kv, strict=True)) if use_cache else None,  # keys, values
+        )
+
+    def run_from(
+        self,
+        layer: int,
+        x: Tensor,
+        *,
+        hooks: Mapping[str, Hook] | None = None,
+        keep: Iterable[str] = (),
+        cache: KVCache | None = None,
+        attention_fn: AttentionFn | None = None,
+        mask: Tensor | None = None,
+        rope_layout: str = "interleaved",
+    ) -> StackRun:
+        """Blocks `layer` .. n_layers - 1 on the residual stream x (B, T, M) entering block
+        `layer`: the forward pass from there (forward calls it with layer 0 and the embedded
+        ids). In a causal model the blocks before `layer` do not depend on what comes after,
+        so an intervention at `layer` may resume here from their output.
+
+        hooks are named as in forward (blocks before `layer` are never reached); keep: the
+        points each layer's result keeps (q_raw, ..., heads, resid_pre, ...: .points); cache,
+        attention_fn, mask and rope_layout as forward takes them. Returns the blocks' StackRun
+        (output, hidden states from `layer` on, the layer results, each layer's keys and values).
+        """
+        cfg = self.cfg
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < cfg.n_layers:
+            raise ValueError(f"layer: expected an integer in [0, {cfg.n_layers}), got {layer!r}")
+        keep, emitted = tuple(keep), (*points.ATTENTION, *points.hook_points(self.family))
+        unknown = [p for p in keep if p not in emitted]
+        if unknown:
+            raise ValueError(f"keep: expected points among {list(emitted)}, got {unknown}")
+        past = 0 if cache is None else cache.length
+        t = x.shape[1]
+        if mask is None:
+            mask = causal_mask(t, past + t, offset=past, device=x.device)  # (T, Tpast + T)
+        else:
+            check_mask(mask, (t, past + t))
+        if rope_layout not in ("half", "interleaved"):
+            raise ValueError(f"rope_layout: expected 'half' or 'interleaved', got {rope_layout!r}")
+        positions = torch.arange(past, past + t, device=x.device)  # (T,)
+        pasts = None if cache is None else tuple(zip(cache.keys, cache.values, strict=True))
+        return run_blocks(
+            self.layers[layer:],
+            x,
+            prepare_hooks(self, hooks, None),
+            keep=keep,
+            first=layer,
+            pasts=None if pasts is None else pasts[layer:],
+            mask=mask,
+            rope=partial(apply_rope, positions=positions, base=cfg.rope_base, layout=rope_layout),
+            attention_fn=attention_fn,
+            check_finite=False,  # the inputs are finite by construction (checked ids)
         )
 
     def head(self, x: Tensor) -> Tensor:
@@ -290,15 +343,16 @@ def plain_weights(model: SmolLM2) -> dict[str, Tensor]:
     weights = {"embed": model.embed.weight, "norm": model.norm.weight}
     for i, block in enumerate(model.layers):
         attn, ffn = block.attn, block.ffn
-        weights |= {
-            f"blocks.{i}.attn_norm": block.attn_norm.weight,
-            f"blocks.{i}.w_q": attn.q_proj.weight.T,
-            f"blocks.{i}.w_k": attn.k_proj.weight.T,
-            f"blocks.{i}.w_v": attn.v_proj.weight.T,
-            f"blocks.{i}.w_o": attn.out_proj.weight.T,
-            f"blocks.{i}.ffn_norm": block.ffn_norm.weight,
-            f"blocks.{i}.w_gate": ffn.gate.weight.T,
-            f"blocks.{i}.w_up": ffn.up.weight.T,
-            f"blocks.{i}.w_down": ffn.down.weight.T,
+        own = {
+            "attn_norm": block.attn_norm.weight,
+            "w_q": attn.q_proj.weight.T,
+            "w_k": attn.k_proj.weight.T,
+            "w_v": attn.v_proj.weight.T,
+            "w_o": attn.out_proj.weight.T,
+            "ffn_norm": block.ffn_norm.weight,
+            "w_gate": ffn.gate.weight.T,
+            "w_up": ffn.up.weight.T,
+            "w_down": ffn.down.weight.T,
         }
+        weights |= {points.block_key(i, name): w for name, w in own.items()}
     return weights
