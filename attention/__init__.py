@@ -22,73 +22,30 @@ paged (a block table over a paged KV cache).
 Every public function first calls the input checks of _checks, then reads as its maths.
 """
 
-# ruff: noqa: F401 - the imports are the public API, listed in __all__ below
+# ruff: noqa: F401, I001 - the imports are the public API (__all__ below), one line or two a module
 from .additive import AdditiveAttention
-from .differential import (
-    DifferentialResult,
-    differential_attention,
-    differential_lambda,
-    lambda_init,
-)
-from .flash import (
-    FlashResult,
-    FlashStep,
-    SoftmaxState,
-    flash_attention,
-    flash_attention_steps,
-    online_softmax,
-    online_softmax_steps,
-)
+from .differential import DifferentialResult, differential_attention, differential_lambda
+from .differential import lambda_init
+from .flash import FlashResult, FlashStep, SoftmaxState, flash_attention, flash_attention_steps
+from .flash import online_softmax, online_softmax_steps
 from .functional import AttentionResult, masked_softmax, repeat_kv, scaled_dot_product_attention
 from .latent import LatentResult, MultiHeadLatentAttention
 from .layers import DecoderLayer, DecoderLayerResult, EncoderLayer, EncoderLayerResult, FeedForward
-from .linear import (
-    LinearAttentionResult,
-    delta_rule,
-    delta_rule_recurrent,
-    elu_plus_one,
-    linear_attention,
-    linear_attention_recurrent,
-)
-from .masks import (
-    causal_mask,
-    from_additive_mask,
-    from_key_padding_mask,
-    mask_to_valid_lens,
-    padding_mask,
-    sliding_window_mask,
-    to_additive_mask,
-    to_key_padding_mask,
-    valid_lens_to_mask,
-)
-from .memory import (
-    MemoryTraffic,
-    cache_bytes,
-    cache_bytes_by_kind,
-    flash_attention_traffic,
-    kv_cache_bytes,
-    linear_state_bytes,
-    mla_cache_bytes,
-    naive_attention_traffic,
-)
+from .linear import LinearAttentionResult, delta_rule, delta_rule_recurrent, elu_plus_one
+from .linear import linear_attention, linear_attention_recurrent
+from .masks import causal_mask, from_additive_mask, from_key_padding_mask, mask_to_valid_lens
+from .masks import padding_mask, sliding_window_mask, to_additive_mask, to_key_padding_mask
+from .masks import valid_lens_to_mask
+from .memory import MemoryTraffic, cache_bytes, cache_bytes_by_kind, flash_attention_traffic
+from .memory import kv_cache_bytes, linear_state_bytes, mla_cache_bytes, naive_attention_traffic
 from .multihead import MultiHeadAttention, MultiHeadResult, divisors, merge_heads, split_heads
 from .paged import PagedKVCache, PagingMemory, paged_attention, paging_memory
 from .pooling import AttentionPool, MemorySlots, PoolingResult, TanhAttention, TanhAttentionResult
 from .positional import alibi_bias, alibi_slopes, apply_rope, sinusoidal_positional_encoding
 from .sparse import TopKResult, topk_attention
-from .transformer import (
-    Decoder,
-    DecoderResult,
-    Encoder,
-    EncoderResult,
-    Transformer,
-    TransformerConfig,
-    TransformerResult,
-    count_parameters,
-    parameter_formula,
-)
+from .transformer import Decoder, DecoderResult, Encoder, EncoderResult, Transformer
+from .transformer import TransformerConfig, TransformerResult, count_parameters, parameter_formula
 
-# Every class and function imported above from the core's modules (not the modules themselves).
-__all__ = sorted(
+__all__ = sorted(  # every class and function imported above (not the modules themselves)
     n for n, o in vars().items() if getattr(o, "__module__", "").startswith("attention.")
 )

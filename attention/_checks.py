@@ -4,8 +4,6 @@ Every error names the argument, what was expected and what was given. Tests matc
 attention/language/zh.toml translates some of them: a changed message is changed there too.
 """
 
-from __future__ import annotations
-
 import math
 
 import torch
@@ -58,8 +56,7 @@ def check_mask(mask: object, target: tuple[int, ...]) -> Tensor:
 def check_batch(
     name: str, x: object, width: int, label: str = "", *, finite: bool = True
 ) -> Tensor:
-    """Check a batch of sequences (B, T, width), as check_tensor does; `label` names the width
-    in the error: "expected width d_model=8"."""
+    """check_tensor for a batch (B, T, width); `label` names the width: "width d_model=8"."""
     check_tensor(name, x, ndims=(3,), finite=finite)
     if x.shape[-1] != width:
         raise ValueError(f"{name}: expected width {label}{width}, got shape {shape_str(x.shape)}")
@@ -83,8 +80,7 @@ def check_positive_int(name: str, value: object) -> int:
 
 
 def check_sizes(**sizes: object) -> None:
-    """check_positive_int for each keyword, e.g. check_sizes(d_model=d_model, d_ff=d_ff); a
-    None is a size left to its default and passes."""
+    """check_positive_int for each keyword; None (a size left to its default) passes."""
     for name, value in sizes.items():
         if value is not None:
             check_positive_int(name, value)
@@ -110,7 +106,6 @@ def check_attention_inputs(
     """Check q, k, v and mask as scaled_dot_product_attention takes them -> (n_rep, scale).
 
     n_rep = H / Hkv query heads per key/value head (1 unless 4-D key/value have fewer heads).
-    finite=False leaves out the scan for NaN and inf (see scaled_dot_product_attention).
     """
     check_tensor("query", query, ndims=(2, 3, 4), finite=finite)
     check_tensor("key", key, ndims=(query.dim(),), finite=finite)
@@ -204,8 +199,7 @@ def check_rope_inputs(x: Tensor, positions: object, base: object, layout: object
 
 
 def check_ints(name: str, x: object, ndims: tuple[int, ...], what: str, **high: int) -> Tensor:
-    """x as a tensor of ints of a rank in `ndims`, all in [0, n] for a `high` such as max_len=n;
-    without a `high` (doc_ids) an empty tensor is refused too."""
+    """x as ints of a rank in `ndims`, in [0, n] for a `high` such as max_len=n, else non-empty."""
     t = torch.as_tensor(x)
     empty = t.numel() == 0 and not high
     if t.dim() not in ndims or empty or t.dtype.is_floating_point or t.dtype == torch.bool:

@@ -5,8 +5,6 @@
 Unlike the dot product it works when queries and keys have different widths.
 """
 
-from __future__ import annotations
-
 import torch
 from torch import Tensor, nn
 
@@ -43,9 +41,5 @@ class AdditiveAttention(nn.Module):
             check_mask(mask, (b, tq, tk))
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = masked_softmax(scores)  # (B, Tq, Tk)
-        return AttentionResult(
-            scores=scores,
-            weights=weights,
-            output=weights @ value,  # (B, Tq, Dv)
-            fully_masked=torch.isneginf(scores).all(dim=-1),  # (B, Tq)
-        )
+        fully_masked = torch.isneginf(scores).all(dim=-1)  # (B, Tq)
+        return AttentionResult(scores, weights, weights @ value, fully_masked)  # output (B, Tq, Dv)

@@ -12,8 +12,6 @@ The paper then normalises each head (RMSNorm) and multiplies it by 1 - lambda_in
 layer's business, outside this function.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 
@@ -66,12 +64,9 @@ def differential_attention(
 ) -> DifferentialResult:
     """Subtract lambda times a second softmax map from the first, then average the values.
 
-    Args:
-        q1, q2: (..., Tq, D) the two queries; k1, k2: (..., Tk, D) the two keys.
-        value: (..., Tk, Dv), shared by both maps (the paper's value is 2D wide per head).
-        lam: a number or a tensor broadcastable to the weights (e.g. (H, 1, 1)); finite.
-        mask: bool, True = may attend, applied to both maps.
-        scale: multiplies q @ k.T; None means 1 / sqrt(D).
+    q1, q2 (..., Tq, D) and k1, k2 (..., Tk, D) score the same keys; value (..., Tk, Dv) is
+    shared by both maps (the paper's value is 2D wide per head); mask and scale go to both.
+    lam: a finite number or a tensor broadcastable to the weights (e.g. (H, 1, 1)).
     """
     if q2.shape != q1.shape or k2.shape != k1.shape:
         raise ValueError(

@@ -20,8 +20,6 @@ tile starts, and the mask tile when a mask is given); when a query tile ends it 
 output tile and lse, one number per row. Counts cover every batch and head (GQA: per query head).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,10 +36,7 @@ BLOCK = 128  # queries and keys per tile unless block_size says otherwise
 
 @dataclass(frozen=True)
 class FlashResult:
-    """FlashAttention's output and each row's log-sum-exp (what its backward pass needs).
-
-    A frozen dataclass like AttentionResult, so `.output` reads the same; weights are never kept.
-    """
+    """FlashAttention's output and each row's log-sum-exp (its backward needs it); no weights."""
 
     output: Tensor  # (..., Tq, Dv); 0 for a row whose keys are all masked
     lse: Tensor  # (..., Tq) log(sum_j exp(scores_ij)); -inf for a fully masked row
@@ -169,10 +164,7 @@ def _prepare(query, key, value, mask, causal=False, scale=None, block_size=BLOCK
 def flash_attention_steps(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                           **options: Any) -> Iterator[FlashStep]:  # fmt: skip
     """FlashAttention one step at a time: a FlashStep per (query tile, key tile), in loop order.
-
-    The arguments are flash_attention's (options: causal, scale, block_size); inputs are checked
-    before the first step.
-    """
+    The arguments are flash_attention's; inputs are checked before the first step."""
     if unknown := sorted(set(options) - {"causal", "scale", "block_size"}):
         raise TypeError(f"flash_attention_steps: expected options causal, scale, block_size; "
                         f"got {unknown}")  # fmt: skip
@@ -191,16 +183,11 @@ def flash_attention(
 ) -> FlashResult:
     """Exact attention computed tile by tile, never holding more than (bq, bk) scores.
 
-    Args:
-        query, key, value, mask, scale: as scaled_dot_product_attention takes them (2-, 3- or
-            4-D, grouped-query key/value heads, bool mask True = may attend).
-        causal: also hide key j from query i when j > i (as torch's is_causal); key tiles that
-            are wholly in the future are skipped, and no (Tq, Tk) mask is ever built.
-        block_size: queries and keys per tile, an int or (block_q, block_k); it need not
-            divide Tq or Tk.
-
-    Returns:
-        FlashResult(output (..., Tq, Dv), lse (..., Tq)); equal to softmax(scores) @ v.
+    query, key, value, mask and scale are scaled_dot_product_attention's (grouped-query heads
+    too); the output equals its softmax(scores) @ v. causal: also hide key j from query i when
+    j > i (torch's is_causal); key tiles wholly in the future are skipped, and no (Tq, Tk) mask
+    is built. block_size: queries and keys per tile, an int or (block_q, block_k); it need not
+    divide Tq or Tk.
     """
     *args, out, lse = _prepare(query, key, value, mask, causal, scale, block_size)
     for _ in _loop(*args, out, lse):  # each query tile's last step fills its rows of out, lse

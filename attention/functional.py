@@ -8,8 +8,6 @@ Grouped-query attention (GQA, MQA when Hkv = 1): H query heads share Hkv key/val
 query head h reads key/value head h // (H / Hkv), the same as repeating each kv head H / Hkv times.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import torch
@@ -55,10 +53,8 @@ def _softmax_or_zero(scores: Tensor, empty: Tensor, dim: int = -1) -> Tensor:
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
-    """(B, Hkv, T, D) -> (B, Hkv * n_rep, T, D): each key/value head serves n_rep query heads.
-
-    Head h of the result is head h // n_rep of x, as x.repeat_interleave(n_rep, dim=1) gives.
-    """
+    """(B, Hkv, T, D) -> (B, Hkv * n_rep, T, D): head h is x's head h // n_rep, so each key/value
+    head serves n_rep query heads (as x.repeat_interleave(n_rep, dim=1))."""
     check_tensor("x", x, ndims=(4,), finite=False)
     check_positive_int("n_rep", n_rep)
     b, hkv, t, d = x.shape
@@ -77,27 +73,15 @@ def scaled_dot_product_attention(
     """Attend from each query to every key and average the values by the softmax weights.
 
     Args:
-        query: (Tq, D), (B, Tq, D) or (B, H, Tq, D).
-        key: same rank as query, (..., Tk, D); Tk may differ from Tq (cross-attention).
-            4-D key/value may have fewer heads Hkv dividing H (grouped-query attention; Hkv = 1
-            is multi-query): query head h reads key/value head h // (H / Hkv), see repeat_kv.
+        query: (Tq, D), (B, Tq, D) or (B, H, Tq, D); key: the same rank, (..., Tk, D), Tk may
+            differ from Tq (cross-attention); 4-D key/value may have Hkv heads (GQA, above).
         value: (..., Tk, Dv); Dv may differ from D.
-        mask: bool, True = may attend, broadcastable to (..., Tq, Tk). None attends everywhere.
-        scale: multiplies q @ k.T; None means 1 / sqrt(D).
-        check_finite: scan q, k and v for NaN and inf first. The scan reads every input once
-            more and waits for the device each time; a pretrained model's layers, whose inputs
-            come from checked token ids and finite weights, turn it off (1-2% of
-            SmolLM2's forward on the CPU). Every other check still runs.
+        mask: bool, True = may attend, broadcastable to (..., Tq, Tk); scale: None = 1 / sqrt(D).
+        check_finite: scan q, k and v for NaN and inf first, one more read of every input (1-2%
+            of SmolLM2's forward on the CPU); a pretrained model's layers, fed from checked token
+            ids and finite weights, turn it off. Every other check still runs.
 
-    Returns:
-        AttentionResult with scores, weights, output and the fully-masked rows, all with the
-        query's heads: weights (B, H, Tq, Tk) also under grouped-query attention.
-
-    Raises:
-        TypeError: a non-tensor, non-floating input, or a non-bool mask.
-        ValueError: ranks or widths or lengths that do not match, key/value heads that do not
-            divide the query's, an empty sequence, non-finite inputs (with check_finite), or a
-            mask that does not broadcast.
+    Returns the AttentionResult with the query's heads: weights (B, H, Tq, Tk) under GQA too.
     """
     n_rep, scale = check_attention_inputs(query, key, value, mask, scale, check_finite)
     if n_rep > 1:

@@ -22,8 +22,6 @@ Both forms give the same output (tests/test_latent.py). DeepSeek also compresses
 Cache per token and layer: R + Dr numbers (DeepSeek-V3: 512 + 64), against 2 H D for MHA.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import torch
@@ -58,14 +56,9 @@ class LatentResult:
 class MultiHeadLatentAttention(nn.Module):
     """Multi-head latent attention: keys and values rebuilt per head from a shared latent.
 
-    Args:
-        d_model: model width M.
-        n_heads: heads H.
-        kv_rank: latent width R (DeepSeek's kv_lora_rank).
-        d_nope: per-head width of the content part of q and k, Dn (qk_nope_head_dim).
-        d_rope: width of the rotated part, Dr (qk_rope_head_dim); even, as RoPE turns pairs.
-        d_v: per-head value width Dv (v_head_dim); default d_nope.
-        rope_base: RoPE's base for the rotated part.
+    Sizes, with DeepSeek's names: d_model M, n_heads H, kv_rank R (kv_lora_rank), d_nope Dn
+    (qk_nope_head_dim, the content part of q and k per head), d_rope Dr (qk_rope_head_dim, the
+    rotated part; even, as RoPE turns pairs), d_v Dv (v_head_dim, default d_nope).
     No biases: folding W_uk into the query (the absorbed form) needs purely linear maps.
     """
 
@@ -113,12 +106,10 @@ class MultiHeadLatentAttention(nn.Module):
     ) -> LatentResult:
         """Self-attention of x (B, Tq, M), after the cached tokens in `past`, if any.
 
-        mask: bool, True = may attend, broadcastable to (B, H, Tq, Tk); a decoder passes
-            causal_mask(Tq, Tk, offset=Tk - Tq). None attends everywhere.
+        mask broadcasts to (B, H, Tq, Tk); a decoder passes causal_mask(Tq, Tk, offset=Tk - Tq).
         past: (latent (B, Tpast, R), k_rope (B, Tpast, Dr)) from an earlier result's `.cache`;
             the new tokens sit at positions Tpast .. Tpast + Tq - 1.
-        absorbed: score the latent directly (W_uk folded into the query, W_uv applied after
-            the average) instead of rebuilding every head's keys and values. Same output.
+        absorbed: score the latent itself (the absorbed form above); the same output.
         """
         check_batch("x", x, self.d_model, "d_model=")
         b, h, dn, dr, r = x.shape[0], self.n_heads, self.d_nope, self.d_rope, self.kv_rank
@@ -149,17 +140,8 @@ class MultiHeadLatentAttention(nn.Module):
             key = torch.cat([latent, k_rope], dim=-1)[:, None]  # (B, 1, Tk, R + Dr): one kv head
             att = scaled_dot_product_attention(q_abs, key, latent[:, None], mask, scale=scale)
             heads = att.output @ w_uv.transpose(-2, -1)  # (B, H, Tq, R) -> (B, H, Tq, Dv)
-        return LatentResult(
-            latent=latent,
-            k_rope=k_rope,
-            q=q_full,
-            k=k,
-            v=v,
-            scores=att.scores,
-            weights=att.weights,
-            heads=heads,
-            output=self.out_proj(merge_heads(heads)),  # (B, Tq, M)
-        )
+        output = self.out_proj(merge_heads(heads))  # (B, Tq, M)
+        return LatentResult(latent, k_rope, q_full, k, v, att.scores, att.weights, heads, output)
 
     def _check_past(self, past: tuple[Tensor, Tensor], b: int) -> int:
         if not isinstance(past, (tuple, list)) or len(past) != 2:

@@ -8,8 +8,6 @@ Every sub-layer keeps the shape (B, T, M), which is what makes the residual sums
 The stacks and the whole encoder-decoder model are in transformer.py.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import torch
@@ -48,12 +46,10 @@ class DecoderLayerResult:
 
 
 class _Block(nn.Module):
-    """What encoder and decoder layers share: the constructor, norm placement, dropout.
-
-    A decoder layer (cross_attention = True) also gets cross_attn and a third LayerNorm.
-    """
+    """What encoder and decoder layers share: the constructor, norm placement, dropout."""
 
     cross_attention = False
+    _torch_names = {"self_attn": "self_attn"}  # our attention -> torch's, for load_torch_weights
 
     def __init__(
         self,
@@ -85,7 +81,7 @@ class _Block(nn.Module):
         return (x if self.norm_first else norm(x)), out
 
     @torch.no_grad()
-    def _load_common(self, layer: nn.Module, attn_names: list[str]) -> None:
+    def _load_common(self, layer: nn.Module) -> "_Block":
         if layer.norm_first != self.norm_first:
             raise ValueError(
                 f"layer: expected norm_first={self.norm_first}, got {layer.norm_first}"
@@ -93,19 +89,17 @@ class _Block(nn.Module):
         act = layer.activation
         if not (act is torch.nn.functional.relu or isinstance(act, nn.ReLU)):
             raise ValueError("layer: expected a ReLU activation (activation='relu')")
-        for ours, theirs in zip(self._attention_modules(), attn_names, strict=True):
-            ours.load_torch_weights(getattr(layer, theirs))
+        for ours, theirs in self._torch_names.items():
+            getattr(self, ours).load_torch_weights(getattr(layer, theirs))
         for ours, theirs in ((self.ffn.linear1, layer.linear1), (self.ffn.linear2, layer.linear2)):
             ours.load_state_dict(theirs.state_dict())
         for i, norm in enumerate(self.norms):
             norm.load_state_dict(getattr(layer, f"norm{i + 1}").state_dict())
+        return self
 
 
 class EncoderLayer(_Block):
     """Self-attention then feed-forward, each wrapped in a residual and a LayerNorm."""
-
-    def _attention_modules(self):
-        return [self.self_attn]
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> EncoderLayerResult:
         """x (B, T, M), mask broadcastable to (B, T, T) (True = may attend) -> (B, T, M)."""
@@ -113,19 +107,16 @@ class EncoderLayer(_Block):
         x, _ = self._residual(x, 1, self.ffn)
         return EncoderLayerResult(self_attn=attn, output=x)
 
-    def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
+    def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> "EncoderLayer":
         """Copy the weights of a torch.nn.TransformerEncoderLayer (ReLU, same sizes)."""
-        self._load_common(layer, ["self_attn"])
-        return self
+        return self._load_common(layer)
 
 
 class DecoderLayer(_Block):
     """Masked self-attention, cross-attention to the encoder's output, then feed-forward."""
 
     cross_attention = True  # _Block adds self.cross_attn and a third LayerNorm
-
-    def _attention_modules(self):
-        return [self.self_attn, self.cross_attn]
+    _torch_names = {"self_attn": "self_attn", "cross_attn": "multihead_attn"}
 
     def forward(
         self,
@@ -155,7 +146,6 @@ class DecoderLayer(_Block):
         x, _ = self._residual(x, 2, self.ffn)
         return DecoderLayerResult(self_attn=sa, cross_attn=ca, output=x)
 
-    def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+    def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> "DecoderLayer":
         """Copy the weights of a torch.nn.TransformerDecoderLayer (ReLU, same sizes)."""
-        self._load_common(layer, ["self_attn", "multihead_attn"])
-        return self
+        return self._load_common(layer)

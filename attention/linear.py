@@ -20,8 +20,6 @@ triangular system (I + diag(beta) (G * strict_tril(K K^T))) U = diag(beta) V and
 O = (G * tril(Q K^T)) U. Production kernels solve it chunk by chunk; here, in one piece.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,10 +78,9 @@ def linear_attention(
 ) -> LinearAttentionResult:
     """Causal linear attention, parallel form: every position at once, a (T, T) matrix.
 
-    Args:
-        query, key: (..., T, D); value: (..., T, Dv). Rank 2, 3 or 4.
-        feature_map: phi applied to queries and keys (default elu + 1; None = identity).
-        normalize: divide each row by its sum (needs a positive phi); False gives o_t = S_t^T q_t.
+    query, key (..., T, D) and value (..., T, Dv) of rank 2, 3 or 4; feature_map: phi on queries
+    and keys (None = identity); normalize=False skips the division by the row sums (which
+    needs a positive phi) and gives o_t = S_t^T q_t.
     """
     fq, fk = _features(query, key, value, feature_map)
     t = query.shape[-2]
@@ -121,13 +118,13 @@ def linear_attention_recurrent(
         if normalize:
             o = o / (q_i * z).sum(dim=-1, keepdim=True)
         outputs.append(o)
-    return LinearAttentionResult(
-        torch.stack(outputs, dim=-2), state, z if normalize else None, None
-    )
+    z = z if normalize else None
+    return LinearAttentionResult(torch.stack(outputs, dim=-2), state, z, None)
 
 
-def _check_gates(value: Tensor, beta: Tensor, alpha: Tensor | None) -> Tensor:
-    """beta (..., T) in [0, 1], alpha (..., T) in (0, 1] (default 1) -> alpha."""
+def _check_gates(query, key, value, beta: Tensor, alpha: Tensor | None) -> Tensor:
+    """_check_qkv, then beta (..., T) in [0, 1], alpha (..., T) in (0, 1] (default 1) -> alpha."""
+    _check_qkv(query, key, value)
     want = tuple(value.shape[:-1])
     for name, g, ok, interval in (
         ("beta", beta, lambda g: (g >= 0) & (g <= 1), "[0, 1]"),
@@ -153,14 +150,11 @@ def delta_rule(
 ) -> LinearAttentionResult:
     """Gated delta rule, parallel form (one triangular solve); alpha=None is plain DeltaNet.
 
-    Args:
-        query, key: (..., T, D), keys of unit length (F.normalize(k, dim=-1)); value (..., T, Dv).
-        beta: (..., T) write strength in [0, 1]; alpha: (..., T) decay in (0, 1].
-    Returns the outputs o_t = S_t^T q_t, the last state S_T and the (T, T) matrix
-    G * tril(Q K^T) that multiplies the corrected values U.
+    query, key (..., T, D), keys of unit length (F.normalize(k, dim=-1)); value (..., T, Dv);
+    beta (..., T) in [0, 1]; alpha (..., T) in (0, 1]. Returns o_t = S_t^T q_t, the last state
+    S_T and, as weights, the (T, T) matrix G * tril(Q K^T) that multiplies the corrected U.
     """
-    _check_qkv(query, key, value)
-    alpha = _check_gates(value, beta, alpha)
+    alpha = _check_gates(query, key, value, beta, alpha)
     t = query.shape[-2]
     log_g = torch.cumsum(torch.log(alpha), dim=-1)  # (..., T) log(alpha_1 ... alpha_t)
     causal = torch.ones(t, t, dtype=torch.bool, device=query.device).tril()  # (T, T)
@@ -168,9 +162,8 @@ def delta_rule(
     decay = (log_g[..., :, None] - log_g[..., None, :]).masked_fill(~causal, float("-inf")).exp()
     kk = (key @ key.transpose(-2, -1)) * decay  # (..., T, T)
     system = torch.eye(t, dtype=query.dtype, device=query.device) + beta[..., :, None] * kk.tril(-1)
-    u = torch.linalg.solve_triangular(
-        system, beta[..., :, None] * value, upper=False
-    )  # (.., T, Dv)
+    bv = beta[..., :, None] * value  # (..., T, Dv)
+    u = torch.linalg.solve_triangular(system, bv, upper=False)  # (..., T, Dv) U
     weights = (query @ key.transpose(-2, -1)) * decay  # (..., T, T) lower triangular
     last = decay[..., -1, :]  # (..., T) g(T, s)
     state = (key * last[..., :, None]).transpose(-2, -1) @ u  # (..., D, Dv)
@@ -184,8 +177,7 @@ def delta_rule_recurrent(
 
     Same arguments and outputs as delta_rule (weights None: the recurrence builds no matrix).
     """
-    _check_qkv(query, key, value)
-    alpha = _check_gates(value, beta, alpha)
+    alpha = _check_gates(query, key, value, beta, alpha)
     *lead, t, d = query.shape
     state = query.new_zeros(*lead, d, value.shape[-1])  # (..., D, Dv)
     outputs = []

@@ -9,8 +9,6 @@ Others: nn.MultiheadAttention's key_padding_mask (bool, True = ignore), an addit
 (0 where allowed, -inf where not) and d2l's valid_lens (how many leading keys are real).
 """
 
-from __future__ import annotations
-
 import torch
 from torch import Tensor
 
@@ -18,10 +16,10 @@ from ._checks import check_bool, check_int, check_ints, check_positive_int, chec
 
 
 def causal_mask(tq: int, tk: int | None = None, *, offset: int = 0, device=None) -> Tensor:
-    """Look-ahead mask: query i may attend to key j only when j <= i + offset.
+    """Look-ahead mask (Tq, Tk): query i may attend to key j only when j <= i + offset.
 
     With tk > tq and offset = tk - tq the queries are the last tq positions (decoding with a
-    key/value cache). Returns a (Tq, Tk) bool tensor.
+    key/value cache).
     """
     check_sizes(tq=tq, tk=tk)
     i, j = _positions(tq, tq if tk is None else tk, device)  # (Tq, 1), (1, Tk)
@@ -33,13 +31,12 @@ def _positions(tq: int, tk: int, device=None) -> tuple[Tensor, Tensor]:
 
 
 def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=None) -> Tensor:
-    """Causal local mask: query i sees the last `window` keys, itself included, plus the sinks.
+    """Causal local mask (T, T): query i sees the last `window` keys, itself included, + sinks.
 
     mask[i, j] = j <= i and (i - window < j or j < sinks)
     so window=1 sees only itself, window >= seq_len equals causal_mask(seq_len), and the first
     `sinks` keys (attention sinks, as in StreamingLLM) stay visible to every later query.
     Each row has at most window + sinks True entries: the cost is O(T * W), not O(T^2).
-    Returns a (T, T) bool tensor, True = may attend.
     """
     check_sizes(seq_len=seq_len, window=window)
     check_int("sinks", sinks, minimum=0)
@@ -48,11 +45,10 @@ def sliding_window_mask(seq_len: int, window: int, *, sinks: int = 0, device=Non
 
 
 def prefix_lm_mask(seq_len: int, prefix: int, *, device=None) -> Tensor:
-    """Prefix-LM mask: the first `prefix` tokens see each other both ways, the rest causally.
-
-    mask[i, j] = j <= i or j < prefix: every query sees the whole prefix (a prompt read
-    bidirectionally, as in T5's prefix LM and PaliGemma), and the tokens after it are generated
-    left to right. prefix=0 or 1 is causal_mask(seq_len). Returns (T, T) bool.
+    """Prefix-LM mask (T, T): the first `prefix` tokens see each other both ways, the rest
+    causally. mask[i, j] = j <= i or j < prefix: every query sees the whole prefix (a prompt
+    read bidirectionally, as in T5's prefix LM and PaliGemma), and the tokens after it are
+    generated left to right. prefix=0 or 1 is causal_mask(seq_len).
     """
     check_positive_int("seq_len", seq_len)
     if not 0 <= check_int("prefix", prefix) <= seq_len:
@@ -62,11 +58,11 @@ def prefix_lm_mask(seq_len: int, prefix: int, *, device=None) -> Tensor:
 
 
 def document_mask(doc_ids: Tensor | list[int], *, causal: bool = True) -> Tensor:
-    """Mask for packed sequences: token i may attend to token j only within its own document.
+    """Mask (T, T) for packed sequences: token i may attend to token j only in its own document.
 
     doc_ids (T,) gives each position's document (several short texts packed into one row of a
     batch); mask[i, j] = doc_ids[i] == doc_ids[j], and j <= i when causal. Without it, a token
-    would attend to the end of the previous, unrelated document. Returns (T, T) bool.
+    would attend to the end of the previous, unrelated document.
     """
     ids = check_ints("doc_ids", doc_ids, (1,), "a non-empty 1-D tensor of ints (T,)")
     same = ids[:, None] == ids[None, :]  # (T, T)
@@ -115,17 +111,12 @@ def mask_from_mod(mask_mod, tq: int, tk: int | None = None, *, b: int = 0, h: in
 
 
 def scores_from_mod(score_mod, scores: Tensor, *, b: int = 0, h: int = 0) -> Tensor:
-    """Apply a FlexAttention score_mod(score, b, h, q_idx, kv_idx) -> score to (Tq, Tk) scores.
-
-    The scores are passed whole with broadcasting index tensors as in mask_from_mod; the result
-    is the new (Tq, Tk) scores (-inf where the function masks).
-    """
+    """Apply a FlexAttention score_mod(score, b, h, q_idx, kv_idx) -> score to (Tq, Tk) scores,
+    passed whole with broadcasting indices as in mask_from_mod (-inf where the function masks)."""
     if not isinstance(scores, Tensor) or not scores.is_floating_point() or scores.dim() != 2:
-        got = (
-            f"shape {shape_str(scores.shape)} {scores.dtype}"
-            if isinstance(scores, Tensor)
-            else (type(scores).__name__)
-        )
+        got = type(scores).__name__
+        if isinstance(scores, Tensor):
+            got = f"shape {shape_str(scores.shape)} {scores.dtype}"
         raise TypeError(f"scores: expected a 2-D floating tensor (Tq, Tk), got {got}")
     tq, tk = scores.shape
     out = score_mod(scores.clone(), *_index_args(tq, tk, b, h, scores.device))
@@ -142,7 +133,6 @@ def block_counts(mask: Tensor, block_size: int) -> tuple[int, int, int]:
     all False, all True, or mixed. An attention kernel skips the empty ones, runs the full ones
     without reading any mask, and evaluates the mask only inside the partial ones (what
     FlexAttention's BlockMask records: kv_num_blocks partial, full_kv_num_blocks full).
-    Tq and Tk must be multiples of block_size.
     """
     check_bool("mask", mask)
     check_positive_int("block_size", block_size)
@@ -160,11 +150,8 @@ def block_counts(mask: Tensor, block_size: int) -> tuple[int, int, int]:
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
-    """Key padding mask from sequence lengths: True for the first `length` keys of each row.
-
-    Returns (B, 1, max_len), ready to broadcast over the queries of (B, Tq, Tk) scores;
-    for per-head scores (B, H, Tq, Tk) use `.unsqueeze(1)`.
-    """
+    """Key padding mask (B, 1, max_len) from sequence lengths: True for each row's first `length`
+    keys, ready to broadcast over (B, Tq, Tk) scores; `.unsqueeze(1)` for (B, H, Tq, Tk)."""
     check_positive_int("max_len", max_len)
     lengths = check_ints("lengths", lengths, (1,), "a 1-D tensor of ints (B,)", max_len=max_len)
     keys = torch.arange(max_len, device=lengths.device)

@@ -8,12 +8,8 @@ heads; linear attention (linear.py) keeps a (D, Dv) state per head whatever the 
 window keeps the last W tokens. `cache_bytes_by_kind` puts them side by side for one model size.
 
 Traffic between main memory (HBM) and fast on-chip memory (SRAM) for one (batch, head) slice,
-under flash.py's memory model:
-    naive: read q, k; write S; read S, write P; read P, v; write O    (Tq, Tk) S and P stored
-    flash: read q once, k and v once per query tile; write O and lse  only (Tq,) lse stored
+under flash.py's memory model: naive attention stores S and P, (Tq, Tk) each; flash only lse (Tq,).
 """
-
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -41,7 +37,9 @@ def _value_bytes(dtype: torch.dtype | None, bytes_per_value: float | None) -> fl
     return dtype.itemsize
 
 
-def _whole(n: float) -> int | float:
+def _bytes(n_values: int, dtype: torch.dtype | None, bytes_per_value: float | None) -> int | float:
+    """n_values x the bytes of one value; an int when whole."""
+    n = n_values * _value_bytes(dtype, bytes_per_value)
     return int(n) if float(n).is_integer() else n
 
 
@@ -55,16 +53,14 @@ def kv_cache_bytes(
     dtype: torch.dtype | None = None,
     bytes_per_value: float | None = None,
 ) -> int | float:
-    """Bytes of a decoder's key/value cache after seq_len tokens.
+    """Bytes of a decoder's key/value cache after seq_len tokens (the formula above).
 
-    2 (a key and a value) x n_layers x n_kv_heads x d_head x seq_len x batch x bytes_per_value.
     Give dtype (default torch.float32) or bytes_per_value (e.g. 0.5 for 4-bit values), not both.
     """
     check_sizes(
         n_layers=n_layers, n_kv_heads=n_kv_heads, d_head=d_head, seq_len=seq_len, batch=batch
     )
-    per_value = _value_bytes(dtype, bytes_per_value)
-    return _whole(2 * n_layers * n_kv_heads * d_head * seq_len * batch * per_value)
+    return _bytes(2 * n_layers * n_kv_heads * d_head * seq_len * batch, dtype, bytes_per_value)
 
 
 def mla_cache_bytes(
@@ -77,14 +73,10 @@ def mla_cache_bytes(
     dtype: torch.dtype | None = None,
     bytes_per_value: float | None = None,
 ) -> int | float:
-    """Bytes of a multi-head latent attention cache: n_layers x (R + Dr) x seq_len x batch x bytes.
-
-    One latent c (width kv_rank R) and one rotated key part (width d_rope Dr) per token and
-    layer, whatever the number of heads. DeepSeek-V3: R = 512, Dr = 64.
-    """
+    """Bytes of a multi-head latent attention cache: n_layers x (R + Dr) x seq_len x batch x bytes,
+    whatever the number of heads (latent.py)."""
     check_sizes(n_layers=n_layers, kv_rank=kv_rank, d_rope=d_rope, seq_len=seq_len, batch=batch)
-    per_value = _value_bytes(dtype, bytes_per_value)
-    return _whole(n_layers * (kv_rank + d_rope) * seq_len * batch * per_value)
+    return _bytes(n_layers * (kv_rank + d_rope) * seq_len * batch, dtype, bytes_per_value)
 
 
 def linear_state_bytes(
@@ -104,9 +96,8 @@ def linear_state_bytes(
     normalizer=True adds the running sum z (D,) of normalised linear attention.
     """
     check_sizes(n_layers=n_layers, n_heads=n_heads, d_key=d_key, d_value=d_value, batch=batch)
-    per_value = _value_bytes(dtype, bytes_per_value)
     width = d_value + (1 if normalizer else 0)
-    return _whole(n_layers * n_heads * d_key * width * batch * per_value)
+    return _bytes(n_layers * n_heads * d_key * width * batch, dtype, bytes_per_value)
 
 
 def cache_bytes_by_kind(
@@ -123,12 +114,9 @@ def cache_bytes_by_kind(
     dtype: torch.dtype | None = None,
     bytes_per_value: float | None = None,
 ) -> dict[str, int | float]:
-    """What one layer stack of this size caches after seq_len tokens, for each kind of attention.
-
-    MHA (H kv heads), GQA (n_kv_heads), MQA (1), MLA (kv_rank + d_rope a token), a sliding
-    window of `window` tokens (MHA heads, at most window tokens kept) and a linear state of
-    (d_head, d_head) per head. Returns {kind: bytes}, in that order.
-    """
+    """What one layer stack of this size caches after seq_len tokens, {kind: bytes}: MHA (H kv
+    heads), GQA (n_kv_heads), MQA (1), MLA (kv_rank + d_rope a token), a sliding window (MHA
+    heads, at most `window` tokens kept) and a linear state of (d_head, d_head) per head."""
     common = dict(n_layers=n_layers, batch=batch, dtype=dtype, bytes_per_value=bytes_per_value)
     check_positive_int("window", window)
     kv = dict(d_head=d_head, seq_len=seq_len, **common)
@@ -145,11 +133,8 @@ def cache_bytes_by_kind(
 
 
 def cache_bytes(cache: object) -> int:
-    """Bytes a real cache holds: the sum of t.element_size() * t.numel() over its tensors.
-
-    cache: a tensor, or tuples / lists / dicts of them nested in any way (a (k, v) past_kv
-    pair, a DecoderResult.cache). Entries that are not tensors (None, ints) count 0.
-    """
+    """Bytes a real cache holds: the sum of t.element_size() * t.numel() over its tensors, nested
+    in tuples, lists, dicts in any way (a (k, v) past_kv, a DecoderResult.cache); None counts 0."""
     if isinstance(cache, Tensor):
         return cache.element_size() * cache.numel()
     if isinstance(cache, dict):
@@ -168,11 +153,6 @@ class MemoryTraffic:
     extra_bytes: int | float  # kept in HBM besides q, k, v and the output: S and P, or lse
 
 
-def _sizes(tq: int, tk: int, d: int, dv: int | None) -> int:
-    check_sizes(tq=tq, tk=tk, d=d, dv=dv)
-    return d if dv is None else dv
-
-
 def naive_attention_traffic(
     tq: int,
     tk: int,
@@ -188,12 +168,12 @@ def naive_attention_traffic(
     writes = (Tq*Tk + Tq*Tk + Tq*Dv) x bytes                 S; P; O
     extra  = 2 * Tq * Tk x bytes: grows as T^2
     """
-    dv = _sizes(tq, tk, d, dv)
-    b = _value_bytes(dtype, bytes_per_value)
+    check_sizes(tq=tq, tk=tk, d=d, dv=dv)
+    dv, unit = d if dv is None else dv, (dtype, bytes_per_value)
     return MemoryTraffic(
-        bytes_read=_whole((tq * d + tk * d + 2 * tq * tk + tk * dv) * b),
-        bytes_written=_whole((2 * tq * tk + tq * dv) * b),
-        extra_bytes=_whole(2 * tq * tk * b),
+        bytes_read=_bytes(tq * d + tk * d + 2 * tq * tk + tk * dv, *unit),
+        bytes_written=_bytes(2 * tq * tk + tq * dv, *unit),
+        extra_bytes=_bytes(2 * tq * tk, *unit),
     )
 
 
@@ -213,12 +193,13 @@ def flash_attention_traffic(
     writes = (Tq*Dv + Tq) x bytes                            the output and one lse per row
     extra  = Tq x bytes: grows as T
     """
-    dv = _sizes(tq, tk, d, dv)
+    check_sizes(tq=tq, tk=tk, d=d, dv=dv)
+    dv = d if dv is None else dv
     block_q = block_size[0] if isinstance(block_size, tuple) else block_size
     n_q_tiles = math.ceil(tq / check_positive_int("block_size", block_q))
-    b = _value_bytes(dtype, bytes_per_value)
+    unit = (dtype, bytes_per_value)  # what one value weighs
     return MemoryTraffic(
-        bytes_read=_whole((tq * d + n_q_tiles * tk * (d + dv)) * b),
-        bytes_written=_whole((tq * dv + tq) * b),
-        extra_bytes=_whole(tq * b),
+        bytes_read=_bytes(tq * d + n_q_tiles * tk * (d + dv), *unit),
+        bytes_written=_bytes(tq * dv + tq, *unit),
+        extra_bytes=_bytes(tq, *unit),
     )

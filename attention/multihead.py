@@ -14,8 +14,6 @@ attention, `attention_fn` replaces the attention function (FlashAttention, or a 
 own), `head_hook` reads or replaces each head's output before the heads are merged.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,8 +26,7 @@ from .functional import scaled_dot_product_attention
 AttentionFn = Callable[[Tensor, Tensor, Tensor, Tensor | None], object]
 """fn(q (B, H, Tq, D), k, v (B, Hkv, Tk, D), mask or None) -> (B, H, Tq, Dv) output, or a
 result with `.output` (and `.scores`, `.weights`, `.fully_masked` when it has them). The mask
-is bool, True = may attend, broadcastable to (B, H, Tq, Tk); k and v keep their Hkv heads
-(attention.repeat_kv(k, H // Hkv) gives every query head its own copy)."""
+broadcasts to (B, H, Tq, Tk); k and v keep their Hkv heads (repeat_kv gives each query head one)."""
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -49,11 +46,8 @@ def merge_heads(x: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class MultiHeadResult:
-    """Every intermediate of one multi-head attention call.
-
-    scores, weights and fully_masked are None when an `attention_fn` does not return them
-    (flash_attention never holds the weights).
-    """
+    """Every intermediate of one multi-head attention call; scores, weights and fully_masked are
+    None when an `attention_fn` does not return them (flash_attention never holds weights)."""
 
     q: Tensor  # (B, H, Tq, D) as attended: after rope, if any
     k: Tensor  # (B, Hkv, Tk, D) including any cached keys, after rope; Hkv = H unless grouped
@@ -69,16 +63,8 @@ class MultiHeadResult:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention for self- and cross-attention.
-
-    Args:
-        d_model: model width M (queries' width and the output width).
-        n_heads: number of heads H; must divide d_model (D = M / H per head).
-        n_kv_heads: key/value heads Hkv (default H); must divide H. Hkv < H is grouped-query
-            attention, Hkv = 1 multi-query attention.
-        bias: add biases to the four projections.
-        kdim, vdim: widths of key and value inputs for cross-attention (default d_model).
-    """
+    """Self- and cross-attention by the steps above; n_heads divides d_model, n_kv_heads (default
+    n_heads) divides n_heads; kdim, vdim: key/value input widths (default d_model)."""
 
     def __init__(
         self,
@@ -124,14 +110,12 @@ class MultiHeadAttention(nn.Module):
     ) -> MultiHeadResult:
         """Attend from query (B, Tq, M) to key (B, Tk, kdim) / value (B, Tk, vdim).
 
-        key=None means self-attention (key = value = query). `mask` (True = may attend)
-        broadcasts to (B, Tq, Tk) and is shared by all heads, or is 4-D (B, H, Tq, Tk).
-        `past_kv` holds the projected (k, v) of earlier decoding steps, each (B, Hkv, Tpast, D);
-        the new keys and values are appended to them (a key/value cache). To reuse keys and
-        values that need no new projection at all, call `attend(q, k, v, mask)`.
-        `rope` rotates q (B, H, Tq, D) and the new k (B, Hkv, Tk, D), keeping their shapes,
-        before the cache and the attention (e.g. apply_rope with the tokens' positions).
-        check_finite=False skips the scans for NaN and inf; attention_fn, head_hook: see attend.
+        key=None means self-attention (key = value = query). `mask` broadcasts to (B, Tq, Tk),
+        shared by all heads, or is 4-D (B, H, Tq, Tk). `past_kv`: the projected (k, v) of earlier
+        decoding steps (B, Hkv, Tpast, D), to which the new ones are appended (a key/value cache);
+        `attend(q, k, v, mask)` reuses keys and values with no projection. `rope` rotates q and the
+        new k (e.g. apply_rope with the tokens' positions) before the cache and the attention.
+        check_finite=False skips the NaN/inf scans; for attention_fn and head_hook see attend.
         """
         key, value = self._check_inputs(query, key, value, past_kv, check_finite)
         q_raw = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, D)
@@ -192,11 +176,10 @@ class MultiHeadAttention(nn.Module):
     ) -> MultiHeadResult:
         """Attend per head over projected q (B, H, Tq, D), k, v (B, Hkv, Tk, D); merge; project.
 
-        attention_fn: None is scaled_dot_product_attention; else see AttentionFn (e.g.
-            attention.flash_attention, or softmax(q @ k.T / sqrt(D)) @ v of your own).
+        attention_fn: None is scaled_dot_product_attention; else see AttentionFn.
         head_hook: maps the heads' outputs (B, H, Tq, D) to a tensor of the same shape before
             they are merged: zero a head to silence it, or patch in another run's.
-        raw: (q_raw, k_raw) for the result, q and k before rope (None: q and k themselves).
+        raw: (q_raw, k_raw), q and k before rope (None: q and k themselves).
         """
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(-3)  # (B, 1, Tq, Tk): one mask for all heads
@@ -215,22 +198,13 @@ class MultiHeadAttention(nn.Module):
         if head_hook is not None:
             heads = head_hook(heads)
         concat = merge_heads(heads)  # (B, Tq, M)
-        return MultiHeadResult(
-            q=q,
-            k=k,
-            v=v,
-            scores=getattr(att, "scores", None),
-            weights=getattr(att, "weights", None),
-            fully_masked=getattr(att, "fully_masked", None),
-            heads=heads,
-            concat=concat,
-            output=self.out_proj(concat),  # (B, Tq, M)
-            q_raw=q if raw is None else raw[0],
-            k_raw=k if raw is None else raw[1],
-        )
+        output = self.out_proj(concat)  # (B, Tq, M)
+        maps = [getattr(att, n, None) for n in ("scores", "weights", "fully_masked")]
+        q_raw, k_raw = (q, k) if raw is None else raw
+        return MultiHeadResult(q, k, v, *maps, heads, concat, output, q_raw, k_raw)
 
     @torch.no_grad()
-    def load_torch_weights(self, mha: nn.MultiheadAttention) -> MultiHeadAttention:
+    def load_torch_weights(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
         """Copy the weights of a torch.nn.MultiheadAttention with the same sizes into this one."""
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"mha: expected nn.MultiheadAttention, got {type(mha).__name__}")
@@ -246,10 +220,9 @@ class MultiHeadAttention(nn.Module):
                 f"kdim={self.kdim}, vdim={self.vdim}; got {mha.embed_dim}, {mha.num_heads}, "
                 f"{mha.kdim}, {mha.vdim}"
             )
-        if mha.in_proj_weight is not None:
-            weights = mha.in_proj_weight.chunk(3)  # W_q, W_k, W_v, each (M, M)
-        else:
-            weights = (mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight)
+        weights = (mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight)  # W_q, W_k, W_v
+        if mha.in_proj_weight is not None:  # packed as one (3M, M) matrix
+            weights = mha.in_proj_weight.chunk(3)
         if (mha.in_proj_bias is not None) != (self.q_proj.bias is not None):
             raise ValueError("mha: bias setting differs from this module's")
         biases = (None,) * 3 if mha.in_proj_bias is None else mha.in_proj_bias.chunk(3)
@@ -262,7 +235,7 @@ class MultiHeadAttention(nn.Module):
         return self
 
     @classmethod
-    def from_torch(cls, mha: nn.MultiheadAttention) -> MultiHeadAttention:
+    def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
         """Build a MultiHeadAttention with the sizes and weights of a torch one."""
         bias = mha.in_proj_bias is not None
         model = cls(mha.embed_dim, mha.num_heads, bias=bias, kdim=mha.kdim, vdim=mha.vdim)

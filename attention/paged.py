@@ -14,8 +14,6 @@ handed to the core's attention; a real kernel walks the table block by block wit
 softmax of flash.py, never building the copy.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,10 +28,8 @@ from .functional import AttentionResult, scaled_dot_product_attention
 class PagedKVCache:
     """A pool of n_blocks blocks, each block_size tokens of Hkv heads of width D (keys, values).
 
-    k_blocks, v_blocks: (n_blocks, Hkv, block_size, D). `block_tables[seq]` lists seq's
-    physical blocks in order; `lengths[seq]` its tokens. Blocks are handed out lowest free
-    first and come back to the pool when a sequence is freed. The pool lives on `device`
-    (default: torch's default device), where the keys and values appended must be too.
+    Blocks are handed out lowest free first and come back to the pool when a sequence is freed.
+    The pool lives on `device` (default: torch's), where the keys and values appended must be.
     """
 
     def __init__(
@@ -52,8 +48,8 @@ class PagedKVCache:
         self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)  # (N, Hkv, bs, D)
         self.v_blocks = torch.zeros(shape, dtype=dtype, device=device)
         self.free_blocks: list[int] = list(range(n_blocks))
-        self.block_tables: dict[object, list[int]] = {}
-        self.lengths: dict[object, int] = {}
+        self.block_tables: dict[object, list[int]] = {}  # seq -> its physical blocks, in order
+        self.lengths: dict[object, int] = {}  # seq -> its number of tokens
 
     @property
     def n_blocks(self) -> int:
@@ -128,8 +124,8 @@ def paged_attention(
 ) -> AttentionResult:
     """Attention of query (H, Tq, D) over sequence seq's keys and values in the paged cache.
 
-    H may be a multiple of the cache's Hkv (grouped-query attention). mask: bool, True = may
-    attend, broadcastable to (H, Tq, T). Returns the core's AttentionResult, shapes (H, Tq, ...).
+    H may be a multiple of the cache's Hkv (grouped-query attention); mask broadcasts to
+    (H, Tq, T). Returns the core's AttentionResult, shapes (H, Tq, ...).
     """
     check_tensor("query", query, ndims=(3,))
     k, v = cache.gather(seq)  # (Hkv, T, D)
@@ -161,11 +157,8 @@ class PagingMemory:
 def paging_memory(
     lengths: Sequence[int], max_len: int, block_size: int, *, bytes_per_token: float
 ) -> PagingMemory:
-    """Bytes a batch of sequences of these lengths needs, used, reserved and paged.
-
-    bytes_per_token: cache bytes of one token over all layers, e.g.
-        kv_cache_bytes(n_layers=..., n_kv_heads=..., d_head=..., seq_len=1, dtype=...).
-    """
+    """Bytes a batch of sequences of these lengths uses, reserves contiguously, and pages.
+    bytes_per_token: one token's cache over all layers, e.g. kv_cache_bytes(..., seq_len=1)."""
     check_sizes(max_len=max_len, block_size=block_size)
     if not bytes_per_token > 0:
         raise ValueError(f"bytes_per_token: expected a positive number, got {bytes_per_token}")
@@ -177,8 +170,5 @@ def paging_memory(
         if n > max_len:
             raise ValueError(f"lengths: a sequence of {n} tokens exceeds max_len={max_len}")
     paged_tokens = sum(math.ceil(n / block_size) * block_size for n in lengths)
-    return PagingMemory(
-        used_bytes=sum(lengths) * bytes_per_token,
-        contiguous_bytes=len(lengths) * max_len * bytes_per_token,
-        paged_bytes=paged_tokens * bytes_per_token,
-    )
+    tokens = (sum(lengths), len(lengths) * max_len, paged_tokens)  # used, reserved, paged
+    return PagingMemory(*(n * bytes_per_token for n in tokens))

@@ -13,8 +13,6 @@ The pooled vector and the global feature do not depend on the order of the token
 positions change neither.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 
@@ -64,11 +62,8 @@ def _padding(mask: Tensor | None, x: Tensor) -> Tensor | None:
 
 
 class AttentionPool(nn.Module):
-    """Pool any number of tokens into n_queries vectors with learned queries.
-
-    scores = query @ x.T / sqrt(M); weights = softmax over the real tokens; output = weights @ x.
-    Keys and values are the tokens themselves, so the pooled vectors live in the tokens' space.
-    """
+    """Pool any number of tokens into n_queries vectors with learned queries; keys and values are
+    the tokens themselves, so the pooled vectors live in the tokens' space."""
 
     def __init__(self, d_model: int, n_queries: int = 1) -> None:
         super().__init__()
@@ -84,11 +79,8 @@ class AttentionPool(nn.Module):
 
 
 class MemorySlots(nn.Module):
-    """Let every position read a learned table of n_slots keys and values ("memory slots").
-
-    scores = (x W_q) @ slot_keys.T / sqrt(d_k); output = softmax(scores) @ slot_values.
-    The output keeps the input's length; no mask is needed, since every slot is real.
-    """
+    """Let every position read a learned table of n_slots keys and values ("memory slots"); the
+    output keeps the input's length, and no mask is needed, since every slot is real."""
 
     def __init__(self, d_model: int, n_slots: int, d_k: int | None = None, d_v: int | None = None):
         super().__init__()
@@ -139,7 +131,5 @@ class TanhAttention(nn.Module):
         r = scaled_dot_product_attention(q, k, v, keep, scale=self.scale)
         z = r.output  # (B, T, d_att)
         z_real = z if keep is None else z * keep.transpose(1, 2)  # padded rows left out of the sum
-        return TanhAttentionResult(
-            q=q, k=k, v=v, scores=r.scores, weights=r.weights, output=z,
-            global_feature=z_real.sum(dim=1),  # (B, d_att)
-        )  # fmt: skip
+        g = z_real.sum(dim=1)  # (B, d_att)
+        return TanhAttentionResult(q, k, v, r.scores, r.weights, z, g)

@@ -7,8 +7,6 @@ Three ways, from the original Transformer to today's LLMs:
   ALiBi (biases the scores)        scores[h, i, j] -= slope_h * |i - j|
 """
 
-from __future__ import annotations
-
 from functools import lru_cache
 
 import torch
@@ -47,19 +45,11 @@ def apply_rope(
     A rotation keeps lengths, and rotating q by m and k by n makes q . k depend only on the
     offset m - n: queries and keys carry relative position without anything being added.
 
-    Args:
-        x: (..., T, D) queries or keys, D even; usually (B, H, T, D).
-        positions: (T,) integer positions of x's rows (e.g. arange(past, past + T)).
-        base: the slowest pair turns by base^(-(D - 2) / D) per position.
-        layout: which features form pair i. "half": (i, i + D/2), as in HF transformers'
-            rotate_half; "interleaved": (2i, 2i + 1), as in Meta's LLaMA code and GGUF files.
-
-    Returns:
-        A tensor of x's shape and dtype.
-
-    Raises:
-        ValueError: odd D, an unknown layout, or positions that are not (T,).
-        TypeError: x not floating, or positions not integer.
+    x (..., T, D), D even, queries or keys, usually (B, H, T, D), -> the same shape and dtype;
+    positions (T,) the rows' integer positions (e.g. arange(past, past + T)). The slowest pair
+    turns by base^(-(D - 2) / D) per position. layout: which features form pair i. "half":
+    (i, i + D/2), as in HF transformers' rotate_half; "interleaved": (2i, 2i + 1), as in Meta's
+    LLaMA code and GGUF files.
     """
     check_rope_inputs(x, positions, base, layout)
     d = x.shape[-1]
@@ -87,9 +77,8 @@ def _complex_viewable(x: Tensor) -> bool:
 def _rope_table(
     positions: tuple[int, ...], d: int, base: float, dtype: torch.dtype, device: torch.device
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    # Every layer of a model rotates by the same angles: compute them once (in float64), as
-    # normal tensors even under torch.inference_mode, so a table cached there can still enter
-    # autograd later (an inference tensor cannot be saved for backward).
+    # Every layer rotates by the same angles: compute them once (in float64), as normal tensors
+    # even under inference_mode: an inference tensor could not be saved for backward later.
     with torch.inference_mode(False):
         theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (D/2,)
         angles = torch.tensor(positions, dtype=torch.float64)[:, None] * theta  # (T, D/2)
@@ -119,9 +108,8 @@ def alibi_slopes(n_heads: int) -> Tensor:
 def alibi_bias(n_heads: int, tq: int, tk: int) -> Tensor:
     """Return ALiBi's (H, Tq, Tk) additive score bias: -slope_h * |query pos - key pos|.
 
-    Added to q @ k.T / sqrt(D) instead of any positional encoding, it penalises far keys
-    linearly, each head at its own slope. The Tq queries are the last Tq positions of the Tk
-    keys (query i sits at position Tk - Tq + i), as when decoding with a key/value cache.
+    Added to q @ k.T / sqrt(D) instead of any positional encoding, it penalises far keys linearly,
+    each head at its own slope. Query i sits at key position Tk - Tq + i (decoding with a cache).
     """
     check_sizes(tq=tq, tk=tk)
     if tq > tk:  # the queries are the last Tq of the keys' positions

@@ -10,8 +10,6 @@ still computed: real systems (DeepSeek's sparse attention) pick the keys with a 
 and then read only those. Ties at the k-th score are broken by torch.topk's order.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import torch
@@ -43,8 +41,7 @@ def topk_attention(
 ) -> TopKResult:
     """Attention where each query attends to its top_k highest-scoring allowed keys only.
 
-    Args: as scaled_dot_product_attention (grouped-query key/value heads too), plus
-        top_k: keys kept per query, a positive int; top_k >= Tk gives dense attention.
+    The arguments are scaled_dot_product_attention's, plus top_k; top_k >= Tk is dense attention.
     Gradients flow through the kept scores (the choice of keys itself has none).
     """
     check_positive_int("top_k", top_k)

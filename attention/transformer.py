@@ -2,8 +2,6 @@
 model over token ids (embeddings scaled by sqrt(M), sinusoidal positions, tied output).
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 
@@ -14,6 +12,9 @@ from ._checks import check_positive_int, check_token_ids
 from .layers import DecoderLayer, DecoderLayerResult, EncoderLayer, EncoderLayerResult
 from .masks import causal_mask
 from .positional import sinusoidal_positional_encoding
+
+# per decoder layer (self k, self v, cross k, cross v), each (B, H, T or S, D)
+DecoderCache = tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...]
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,8 @@ class DecoderResult:
     output: Tensor  # (B, T, M)
 
     @property
-    def cache(self) -> tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...]:
-        """Per layer (self k, self v, cross k, cross v), each (B, H, T or S, D): the next step's
-        key/value cache."""
+    def cache(self) -> DecoderCache:
+        """The next step's key/value cache: pass it back as `cache`."""
         return tuple(
             (r.self_attn.k, r.self_attn.v, r.cross_attn.k, r.cross_attn.v) for r in self.layers
         )
@@ -86,7 +86,7 @@ class Decoder(_Stack):
         self_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         *,
-        cache: tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...] | None = None,
+        cache: DecoderCache | None = None,
     ) -> DecoderResult:
         """With `cache` (a previous DecoderResult.cache) x holds only the new positions."""
         if cache is not None and len(cache) != len(self.layers):
@@ -170,12 +170,7 @@ class Transformer(nn.Module):
         return self.encoder(self._embed(src, self.src_embed, "src"), self.src_mask(src))
 
     def decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        *,
-        cache: tuple[tuple[Tensor, Tensor, Tensor, Tensor], ...] | None = None,
+        self, tgt: Tensor, memory: Tensor, src_mask: Tensor, *, cache: DecoderCache | None = None
     ) -> tuple[Tensor, DecoderResult]:
         """(B, T) target ids (only the new ones when `cache` is given) -> (logits, result).
 
