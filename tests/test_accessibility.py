@@ -11,33 +11,24 @@ import numpy as np
 import pytest
 
 import widgets
+from widgets import registry
 from widgets.explorers import base
 from widgets.views import Heatmap, SeriesChart, style
 from widgets.views.batch import widget_tree
+from widgets.views.picture import shown_views
 
-EXPLORERS = {
-    "attention": lambda: widgets.AttentionExplorer(),
-    "scaling": lambda: widgets.ScalingExplorer(),
-    "mask": lambda: widgets.MaskExplorer(),
-    "heads": lambda: widgets.HeadsExplorer(),
-    "positional": lambda: widgets.PositionalEncodingExplorer(),
-    "tokens": lambda: widgets.TokenAttentionView(),
-    "training": lambda: widgets.TrainingAttentionExplorer(),
-}
-PRINCIPAL = {  # the panel each explorer is about
-    "attention": lambda e: e.panels["weights"],
-    "scaling": lambda e: e.histogram,
-    "mask": lambda e: e.weights_view,
-    "heads": lambda e: e.q_heads,
-    "positional": lambda e: e.encoding,
-    "tokens": lambda e: e.lines,
-    "training": lambda e: e.heatmap,
-}
+# The explorers without a pretrained model, by stem; each is built as the gallery builds it.
+STEMS = ("attention", "scaling", "mask", "heads", "positional", "tokens", "training")
+ENTRIES = {e.stem: e for e in registry.EXPLORERS if e.stem in STEMS}
+
+
+def make(stem: str) -> base.Explorer:
+    return eval(f"widgets.{ENTRIES[stem].gallery_call}", {"widgets": widgets})  # noqa: S307
 
 
 @pytest.fixture(scope="module")
 def explorers():
-    return {name: make() for name, make in EXPLORERS.items()}
+    return {stem: make(stem) for stem in STEMS}
 
 
 @pytest.fixture(autouse=True)
@@ -51,11 +42,13 @@ def _with_class(explorer, name):
     return [w for w in widget_tree(explorer) if f"ac-{name}" in getattr(w, "_dom_classes", ())]
 
 
-@pytest.mark.parametrize("name", EXPLORERS)
+@pytest.mark.parametrize("name", STEMS)
 def test_the_principal_panel_stands_beside_the_controls(explorers, name):
     explorer = explorers[name]
     (principal,) = _with_class(explorer, "principal")
-    assert principal is PRINCIPAL[name](explorer)
+    # the panel the explorer is about: its title holds the words of the registry's `principal`
+    (view,) = shown_views(principal)
+    assert ENTRIES[name].principal in view.title, (view.title, ENTRIES[name].principal)
     (controls,) = _with_class(explorer, "controls")
 
     def position(widget):  # which of the explorer's children holds it
@@ -66,7 +59,7 @@ def test_the_principal_panel_stands_beside_the_controls(explorers, name):
     assert position(principal) - position(controls) in (0, 2)  # same box, or after the error
 
 
-@pytest.mark.parametrize("name", EXPLORERS)
+@pytest.mark.parametrize("name", STEMS)
 def test_every_control_is_a_keyboard_operable_widget(explorers, name):
     operable = (
         ipw.IntSlider, ipw.FloatSlider, ipw.FloatLogSlider, ipw.SelectionSlider, ipw.Dropdown,
@@ -101,10 +94,11 @@ def test_presenter_for_every_explorer_live_and_new(explorers):
     base.presenter(True)
     heatmaps = [w for w in widget_tree(explorers["attention"]) if isinstance(w, Heatmap)]
     assert heatmaps and {h.zoom for h in heatmaps} == {style.PRESENTER_ZOOM}
-    new = widgets.MaskExplorer()
-    assert new.presenter and new.weights_view.zoom == style.PRESENTER_ZOOM
+    new = make("mask")
+    (principal,) = _with_class(new, "principal")
+    assert new.presenter and principal.zoom == style.PRESENTER_ZOOM
     base.presenter(False)
-    assert {h.zoom for h in heatmaps} == {1.0} and new.weights_view.zoom == 1.0
+    assert {h.zoom for h in heatmaps} == {1.0} and principal.zoom == 1.0
 
 
 def test_the_cvd_palette_swaps_only_the_diverging_maps(explorers):

@@ -389,6 +389,16 @@ def test_set_options_keeps_or_moves_to_the_nearest():
     assert menu.value == 1
 
 
+def test_set_options_of_named_choices_keeps_one_still_offered_else_the_first():
+    heads = [("none", -1), ("L0 H0", 0), ("L0 H1", 1), ("L1 H0", 2), ("L1 H1", 3)]
+    menu = dropdown("ablate head", heads, 1, name="ablate")
+    set_options(menu, heads[:3], 1)  # one layer fewer: head 1 is still there
+    assert menu.value == 1 and menu.label == "L0 H1"
+    set_options(menu, heads, 3)
+    set_options(menu, heads[:3], 3)  # head 3 went away: "none", not the nearest head
+    assert list(menu.options) == heads[:3] and menu.value == -1
+
+
 def test_output_panel_is_drawn_about_as_large_as_the_weights():
     # (Tq, d_model) = (6, 16) was once fitted into 200 px, 12 px cells beside the weights' 40 px
     ex = AttentionExplorer(seq_len=6, d_k=8, n_heads=2, mask="causal")

@@ -163,12 +163,12 @@ def _assert_view_matches(e: HeadsExplorer) -> None:
     assert e.weights.values.shape == (p.n_heads, p.seq_len, p.seq_len)
     assert e.weights.panel_titles == [f"head {h}" for h in range(p.n_heads)]
     assert e.weights.row_labels == [f"t{i}" for i in range(p.seq_len)]
-    shown = None if e.forget.value else "none"
+    shown = None if e.forget_transpose.value else "none"
     assert all(v.layout.display == shown for v in (e.wrong_weights, e.wrong_output))
     assert str((p.batch, p.seq_len, p.d_model)) in e.shapes.value
     d = p.d_model // p.n_heads
     assert str((p.batch, p.seq_len, p.n_heads, d)) in e.shapes.value
-    if e.forget.value:
+    if e.forget_transpose.value:
         assert f"max |Δ weights| = {want.weights_max_diff:.3g}" in e.readout.value
         assert "transpose forgotten" in e.shapes.value
 
@@ -185,7 +185,7 @@ def test_forget_toggle_shows_the_wrong_path_beside_the_right_one():
     e = HeadsExplorer()
     assert e.wrong_weights.layout.display == "none"
     assert "max |Δ weights|" not in e.readout.value
-    e.forget.value = True
+    e.forget_transpose.value = True
     _assert_view_matches(e)
     assert e.wrong_weights.layout.display is None
     assert not np.allclose(e.wrong_weights.values, e.weights.values, atol=1e-3)
@@ -209,10 +209,10 @@ def test_seeded_sweep_over_every_control():
     e = HeadsExplorer()
     rng = random.Random(0)
     settings = [
-        dict(d_model=4, n_heads=1, seq_len=1, batch=1, seed=0, forget=False),
-        dict(d_model=64, n_heads=16, seq_len=16, batch=4, seed=99, forget=True),
-        dict(d_model=4, n_heads=4, seq_len=16, batch=1, seed=0, forget=True),
-        dict(d_model=64, n_heads=1, seq_len=1, batch=4, seed=99, forget=False),
+        dict(d_model=4, n_heads=1, seq_len=1, batch=1, seed=0, forget_transpose=False),
+        dict(d_model=64, n_heads=16, seq_len=16, batch=4, seed=99, forget_transpose=True),
+        dict(d_model=4, n_heads=4, seq_len=16, batch=1, seed=0, forget_transpose=True),
+        dict(d_model=64, n_heads=1, seq_len=1, batch=4, seed=99, forget_transpose=False),
     ]
     for _ in range(8):
         m = rng.choice(HEADS_D_MODELS)
@@ -223,7 +223,7 @@ def test_seeded_sweep_over_every_control():
                 seq_len=rng.randint(1, 16),
                 batch=rng.randint(1, 4),
                 seed=rng.randint(0, 99),
-                forget=rng.random() < 0.5,
+                forget_transpose=rng.random() < 0.5,
             )
         )
     for setting in settings:
@@ -237,7 +237,7 @@ def test_export_includes_the_wrong_path_only_when_shown():
     e = HeadsExplorer()
     right = set(e._views())
     assert right == {"projection", "q_heads", "weights", "concat", "output"}
-    e.forget.value = True
+    e.forget_transpose.value = True
     wrong = {"wrong_q_heads", "wrong_weights", "wrong_concat", "wrong_output"}
     assert set(e._views()) == right | wrong
     assert e._views()["wrong_weights"] is e.wrong_weights

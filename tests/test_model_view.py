@@ -1,4 +1,5 @@
-"""Real trained models: the pure functions of attention.explore.model_view and the three views.
+"""Real trained models: the pure functions of attention.explore.model_view and the three views,
+and lesson 12's measurements on the decoder (attention.experiments: induction, loss, chat).
 
 The views are checked headless: set a control's value, then compare what each view holds
 with the pure function's result for the same parameters. Errors go to `explorer.error`.
@@ -13,28 +14,25 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attention.experiments.chat import chat_answer
+from attention.experiments.induction import induction_scores
+from attention.experiments.loss import LossParams, text_loss
 from attention.explore import (
     DEFAULT_TEXTS,
     MODEL_MAX_TOKENS,
     HeadViewParams,
-    LossParams,
     ModelViewParams,
     NeuronParams,
-    chat_answer,
     encode_text,
     explore_head_view,
     explore_model_view,
     explore_neuron,
-    induction_score,
-    induction_scores,
     model_maps,
-    pretrained_model,
-    previous_token_score,
-    sink_share,
-    text_loss,
     thumbnail_maps,
 )
 from attention.masks import causal_mask
+from attention.models.cache import pretrained_model
+from attention.models.head_scores import induction_score, previous_token_score, sink_share
 from attention.multihead import split_heads
 from attention.positional import apply_rope
 from widgets.explorers.model_view import HeadView, ModelView, NeuronView

@@ -14,6 +14,14 @@ import numpy as np
 import pytest
 import torch
 
+from attention.experiments.decoding import DecodingSpeed, measure_decoding
+from attention.experiments.windows import (
+    first_token_attention,
+    masked_logits,
+    token_losses,
+    window_experiment,
+    window_run,
+)
 from attention.explore.flash import (
     FLASH_SEQ_MAX,
     NOT_READ,
@@ -31,21 +39,12 @@ from attention.explore.kv_cache import (
     KV_CONTEXTS,
     KV_DTYPES,
     KV_PRESETS,
-    DecodingSpeed,
     KVCacheParams,
     attention_kind,
     explore_kv_cache,
     human_bytes,
-    measure_decoding,
 )
 from attention.explore.rope import RopeParams, explore_rope, pair_features
-from attention.explore.windows import (
-    first_token_attention,
-    masked_logits,
-    token_losses,
-    window_experiment,
-    window_run,
-)
 from attention.flash import flash_attention_steps
 from attention.masks import causal_mask, sliding_window_mask
 from attention.memory import flash_attention_traffic, kv_cache_bytes, naive_attention_traffic

@@ -5,7 +5,7 @@ module widgets/explorers/<stem>.py, its pure function in attention/explore/<stem
 Explorer subclass of the package is registered, the gallery notebook is the one the registry
 writes, lessons/README.md and the lessons name the explorers where the registry says, and every
 explorer keeps the explorer contract (its declared controls read back into its params). Last, a
-toy explorer added in a test by its two files and one registry line gets all of that.
+toy explorer added in a test by its two files, one registry table and its lesson gets all of that.
 """
 
 from __future__ import annotations
@@ -41,12 +41,14 @@ def check_entry(e: registry.Entry) -> None:
     assert issubclass(cls, Explorer), e.name
     explore = importlib.import_module(f"attention.explore.{e.stem}")
     assert callable(getattr(explore, e.function)), f"attention.explore.{e.stem}.{e.function}"
+    assert registry.explore_function(e.name) is getattr(explore, e.function)  # what it computes
     assert re.fullmatch(r"[a-z][a-z0-9-]*", e.slug), e.slug
     assert e.title and e.about, e.name
 
 
 def check_contract(explorer: Explorer) -> None:
-    """Each declared control, moved one step, is read back into the params; nothing fails."""
+    """Each declared control, moved one step, refreshes once and is read back into the params
+    (unless it is no params field: param=False); nothing fails."""
     entry = registry.entry(type(explorer).__name__)
     assert css(entry.slug) in explorer._dom_classes
     assert explorer.error.message == "" and explorer.result is not None
@@ -54,13 +56,17 @@ def check_contract(explorer: Explorer) -> None:
     for c in type(explorer).CONTROLS:
         w = getattr(explorer, c.field)
         assert css(c.css_name) in w._dom_classes, (entry.name, c.field)
-        assert getattr(explorer.params, c.field) == c.read(w), (entry.name, c.field)
+        if c.param:
+            assert getattr(explorer.params, c.field) == c.read(w), (entry.name, c.field)
+        else:
+            assert not hasattr(explorer.params, c.field), (entry.name, c.field)
         if isinstance(w, (ipywidgets.IntSlider, ipywidgets.BoundedIntText)) and w.max > w.min:
             before = explorer.refreshes
             w.value = w.min if w.value != w.min else w.min + 1
             assert explorer.error.message == "", (entry.name, c.field, explorer.error.message)
             assert explorer.refreshes == before + 1, (entry.name, c.field)
-            assert getattr(explorer.params, c.field) == w.value, (entry.name, c.field)
+            if c.param:
+                assert getattr(explorer.params, c.field) == w.value, (entry.name, c.field)
 
 
 @pytest.mark.parametrize("e", ENTRIES)
@@ -133,10 +139,10 @@ def test_lessons_readme_names_each_explorer_in_its_lesson_row() -> None:
         assert any(f"`{e.name}`" in rows[n] for n in e.lessons), f"{e.name}: in no lesson row"
 
 
-@pytest.mark.parametrize("e", ENTRIES)
-def test_each_lesson_builds_its_explorers(e: registry.Entry) -> None:
+def check_lessons_build(e: registry.Entry, lessons: Path = LESSONS) -> None:
+    """Each lesson of the entry builds the explorer in a code cell."""
     for number in e.lessons:
-        (path,) = LESSONS.glob(f"{number:02d}_*.ipynb")
+        (path,) = lessons.glob(f"{number:02d}_*.ipynb")
         source = "\n".join(  # a cell may end without a newline: keep cells apart
             "".join(c["source"]) for c in json.loads(path.read_text())["cells"]
             if c["cell_type"] == "code"
@@ -144,7 +150,14 @@ def test_each_lesson_builds_its_explorers(e: registry.Entry) -> None:
         assert re.search(rf"\b{e.name}\(", source), f"{path.name} does not build {e.name}"
 
 
-# --- adding an explorer: two files and one registry line ------------------------------------
+@pytest.mark.parametrize("e", ENTRIES)
+def test_each_lesson_builds_its_explorers(e: registry.Entry) -> None:
+    check_lessons_build(e)
+
+
+# --- adding an explorer: two files, one registry table and its lesson ------------------------
+# The toy explorer's class names neither its function nor its Export list: its refresh computes
+# what its TOML table names (explore_toy), and Export saves the panel it declared.
 
 TOY_EXPLORE = """
 from dataclasses import dataclass
@@ -169,7 +182,7 @@ def explore_toy(params: ToyParams) -> ToyExploration:
 """
 
 TOY_EXPLORER = """
-from attention.explore.toy import ToyParams, explore_toy
+from attention.explore.toy import ToyParams
 from widgets.explorers.base import Explorer
 from widgets.explorers.controls import check, slider
 from widgets.views import Heatmap
@@ -180,18 +193,12 @@ class ToyExplorer(Explorer):
 
     def __init__(self, **settings):
         start = ToyParams(**settings)
-        self.map = Heatmap(title="toy weights")
+        self.map = self.panel("weights", Heatmap(title="toy weights"))
         super().__init__(controls=self.declare(start), principal=self.map, body=[])
         self.refresh()
 
-    def _compute(self, params):
-        return explore_toy(params)
-
     def _draw(self, result):
         self.map.set_data(result.weights[0])
-
-    def _views(self):
-        return {"weights": self.map}
 """
 
 
@@ -250,15 +257,25 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         sys.modules.pop(name, None)
 
 
-def test_a_toy_explorer_needs_two_files_and_one_registry_table(toy: registry.Entry) -> None:
+def test_a_toy_explorer_needs_two_files_and_one_registry_table(
+    toy: registry.Entry, tmp_path: Path
+) -> None:
     check_entry(toy)
     assert "ToyExplorer" in dir(widgets) and "ToyExplorer" in dir(widgets.explorers)
     explorer = widgets.ToyExplorer(n=4)
     check_contract(explorer)
     explorer.sharp.value = True
     assert explorer.params.sharp is True
+    assert "_compute" not in vars(type(explorer))  # the registry's function computes
     expected = importlib.import_module("attention.explore.toy").explore_toy(explorer.params)
-    assert explorer.result == expected or bool((explorer.result.weights == expected.weights).all())
+    assert bool((explorer.result.weights == expected.weights).all())
+    assert explorer._views() == {"weights": explorer.map}
+    names = sorted(p.name for p in explorer.export(tmp_path / "exports"))
+    assert names == [f"toy-explorer_weights.{ext}" for ext in ("csv", "png", "svg")]
+    lesson = {"cells": [{"cell_type": "code", "source": ["widgets.ToyExplorer(n=3)"]}]}
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "04_toy.ipynb").write_text(json.dumps(lesson))  # ... and its lesson
+    check_lessons_build(toy, tmp_path / "lessons")
     assert (
         "code",
         "toy_explorer = widgets.ToyExplorer()\ntoy_explorer",

@@ -4,23 +4,29 @@ widgets/explorers.toml holds one [[explorer]] table per explorer (the fields of 
 An entry names the explorer's class, the stem it shares on both sides (the pure function in
 attention/explore/<stem>.py feeds the widget in widgets/explorers/<stem>.py), the function, the
 lessons that build it, and what it shows. Read by `widgets` and `widgets.explorers` (their
-public names), by widgets.explorers.base (each explorer's CSS class and export prefix), by the
-tests (parametrised over EXPLORERS), by the classroom gallery lessons/explorers.ipynb (written
-from it: `make gallery`, and a test checks it is current) and by the tests that
-check lessons/README.md and the lessons against it.
+public names), by widgets.explorers.base (each explorer's CSS class, export prefix and the
+function its refresh computes), by the tests (parametrised over EXPLORERS; the principal panels
+of tests/test_accessibility.py), by the classroom gallery lessons/explorers.ipynb (written from
+it: `make gallery`, and a test checks it is current) and by the tests that check
+lessons/README.md and the lessons against it.
 
 Adding an explorer: its pure function in attention/explore/<stem>.py, its explorer in
-widgets/explorers/<stem>.py, one table in explorers.toml, and its lesson.
+widgets/explorers/<stem>.py, one table in explorers.toml, and its lesson (tests/test_registry.py
+adds a toy one exactly so).
 
-This module imports nothing heavy (no torch, no ipywidgets): the classroom server reads it.
+This module imports nothing heavy (no torch, no ipywidgets; `explore_function` imports the
+explore module when asked): the classroom server reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class Entry:
 
     name: str  # its class, a public name of `widgets`
     stem: str  # attention/explore/<stem>.py feeds widgets/explorers/<stem>.py
-    function: str  # the pure function in attention.explore.<stem>: params -> result
+    function: str  # the pure function in attention.explore.<stem>: params -> result (computed)
     lessons: tuple[int, ...]  # the lessons that build it (lessons/NN_*.ipynb)
     slug: str  # CSS class ac-<slug> on the explorer; prefix of its exported files
     title: str  # a heading in the gallery
@@ -91,6 +97,12 @@ def entry(name: str) -> Entry:
 def slug_of(name: str) -> str:
     """The CSS class (without ac-) and export prefix of the explorer class `name`."""
     return entry(name).slug
+
+
+def explore_function(name: str) -> Callable[[Any], Any]:
+    """The pure function of the explorer class `name`: attention.explore.<stem>.<function>."""
+    e = entry(name)
+    return getattr(import_module(f"attention.explore.{e.stem}"), e.function)
 
 
 def explorer_modules() -> dict[str, str]:

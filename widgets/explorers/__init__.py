@@ -1,6 +1,7 @@
 """The explorers: each wires controls -> a pure function of `attention.explore` -> views.
 
-base        the Explorer loop (declared controls, compute on one thread, draw, errors, export)
+base        the Explorer loop (declared controls and panels, the registry's function on one
+            thread, draw, errors, export)
 controls    control declarations (slider, menu, check...) and their widgets; small readouts
 <stem>      one module per explorer, fed by attention/explore/<stem>.py; widgets/registry.py
             lists them (class, stem, function, lessons), and this package's names come from it

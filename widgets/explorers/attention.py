@@ -24,7 +24,6 @@ from attention.explore import (
     TEMPERATURE_RANGE,
     AttentionExploration,
     AttentionParams,
-    explore_attention,
     mask_to_tuple,
     max_heads,
 )
@@ -32,7 +31,7 @@ from attention.explore import (
 from ..views import Heatmap, auto_cell_size
 from ..views.style import CELL_MIN, DIVERGING_CMAP, css
 from .base import Explorer
-from .controls import check, log_slider, menu, shape_str, slider, table_html, toggle
+from .controls import check, log_slider, menu, shape_str, slider, table_html
 
 WEIGHTS_PANEL = 240  # px, the weights panel's panel_size
 OUTPUT_WIDTH = 480  # px, the width the output panel's grid keeps to if it can...
@@ -54,6 +53,12 @@ PANELS = (
     ("per_head", "per head", "weights of every head", {"vmin": 0.0, "vmax": 1.0}),
 )  # fmt: skip
 CLICKABLE = ("scores", "weights", "per_head")  # a click blocks or unblocks that pair
+GROUPS = tuple(dict.fromkeys(group for _key, group, *_ in PANELS))  # the "panels:" toggles
+
+
+def _shows(group: str) -> str:
+    """The field of the toggle that shows a group: "scaled + masked" -> show_scaled_and_masked."""
+    return "show_" + group.replace(" + ", "_and_").replace(" ", "_")
 
 
 def output_cell_size(tq: int, tk: int, d_model: int) -> int:
@@ -99,6 +104,8 @@ class AttentionExplorer(Explorer):
         slider("seed", 0, 99),
         slider("query_row", 0, lambda v: v.seq_len - 1, label="query row"),
         slider("head", 0, lambda v: v.n_heads - 1),
+        check("show_numbers", label="show numbers", param=False),
+        *(check(_shows(g), label=g, param=False, default=True) for g in GROUPS),
     )
 
     def __init__(self, **settings: Any) -> None:
@@ -106,22 +113,18 @@ class AttentionExplorer(Explorer):
         self._custom: torch.Tensor | None = (
             torch.tensor(start.custom_mask) if start.custom_mask else None
         )
-        declared = self.declare(start)
-        self.show_numbers = toggle("show numbers", False, name="show-numbers")
+        declared, n = self.declare(start), len(GROUPS)
+        controls, toggles = declared[:-n], declared[-n:]  # the toggles in a row of their own
         self.mask.observe(self._mask_kind_changed, names="value")
-        self.panels: dict[str, Heatmap] = {}
         groups: dict[str, list[Heatmap]] = {}
         for key, group, title, traits in PANELS:
-            self.panels[key] = Heatmap(title=title, **traits)
-            self.panels[key].add_class(css(f"panel-{key.replace('_', '-')}"))
-            groups.setdefault(group, []).append(self.panels[key])
+            view = self.panel(key, Heatmap(title=title, **traits))
+            view.add_class(css(f"panel-{key.replace('_', '-')}"))
+            groups.setdefault(group, []).append(view)
         for key in CLICKABLE:
             self.panels[key].on_click(self._cell_clicked)
         self._groups = {g: p[0] if len(p) == 1 else widgets.HBox(p) for g, p in groups.items()}
-        self.visible = {
-            g: toggle(g, True, name=f"show-{g.replace(' ', '-').replace('+', 'and')}")
-            for g in groups
-        }
+        self.visible = dict(zip(GROUPS, toggles, strict=True))
         self.readout = widgets.HTML()
         self.readout.add_class(css("readout"))
         # the weights beside the controls, the readout after them; the other stages below
@@ -138,7 +141,7 @@ class AttentionExplorer(Explorer):
             "Click a cell of the scores or weights to block or unblock that pair."
         )
         super().__init__(
-            controls=[*declared, self.show_numbers, panel_row],
+            controls=[*controls, panel_row],
             principal=self._groups["weights"],
             beside=[self.readout],
             body=[grid],
@@ -178,77 +181,90 @@ class AttentionExplorer(Explorer):
         custom = self.mask.value == "custom"
         return {"custom_mask": mask_to_tuple(self._custom) if custom else None}
 
-    def _compute(self, params: AttentionParams) -> AttentionExploration:
-        return explore_attention(params)
-
     # Drawing ----------------------------------------------------------------------------------
     def _draw(self, r: AttentionExploration) -> None:
-        p = r.params
-        h = p.head
-        numbers = self.show_numbers.value
-        blocked = ~r.mask  # (Tq, Tk) True = masked
         shown = {name for name, box in self.visible.items() if box.value}
-        qt, kt = list(r.query_tokens), list(r.key_tokens)
-        common = {"show_numbers": numbers}
-        if "Q and K" in shown:
-            self.panels["q"].set_data(
-                r.q[h],
-                row_labels=qt,
-                title=f"Q, head {h}  (Tq, d_k) = {shape_str(r.q[h].shape)}",
-                **common,
-            )
-            self.panels["k"].set_data(
-                r.k[h],
-                row_labels=kt,
-                title=f"K, head {h}  (Tk, d_k) = {shape_str(r.k[h].shape)}",
-                **common,
-            )
-        rows = {"row_labels": qt, "col_labels": kt, "highlight_row": p.query_row, **common}
-        if "raw scores" in shown:
-            self.panels["raw_scores"].set_data(
-                r.raw_scores[h], title=f"raw scores q·kᵀ, head {h}", **rows
-            )
-        if "scaled + masked" in shown:
-            self.panels["scores"].set_data(
-                r.scores[h],
-                blocked,
-                r.fully_masked[h],
-                title=f"scores × {r.scale:.3g}, masked, head {h}",
-                **rows,
-            )
-        if "weights" in shown:
-            self.panels["weights"].set_data(
-                r.weights[h], blocked, r.fully_masked[h], title=f"weights, head {h}", **rows
-            )
-        if "output" in shown:
-            tq, m = r.output.shape  # (Tq, M)
-            self.panels["output"].set_data(
-                r.output,
-                row_labels=qt,
-                title=f"output (Tq, d_model) = {shape_str(r.output.shape)}",
-                cell_size=output_cell_size(tq, len(kt), m),
-                **common,
-            )
-        if "per head" in shown:
-            first, last = head_window(p.head, p.n_heads)
-            heads = "" if last - first == p.n_heads else f" {first}-{last - 1} of {p.n_heads}"
-            self.panels["per_head"].set_data(
-                r.weights[first:last],
-                blocked,
-                r.fully_masked[first:last],
-                title=f"weights of every head{heads}",
-                panel_titles=[f"head {i}" for i in range(first, last)],
-                row_labels=qt,
-                col_labels=kt,
-                highlight_row=p.query_row,
-                panel_size=max(60, 480 // min(p.n_heads, 4)),
-                show_numbers=numbers,
-            )
+        for group, draw in (
+            ("Q and K", self._draw_q_and_k),
+            ("raw scores", self._draw_raw_scores),
+            ("scaled + masked", self._draw_scores),
+            ("weights", self._draw_weights),
+            ("output", self._draw_output),
+            ("per head", self._draw_per_head),
+        ):
+            if group in shown:  # hidden panels are not sent
+                draw(r)
         self.readout.value = _readout(r)
 
-    def _views(self) -> dict[str, Heatmap]:
-        shown = {group for group, box in self.visible.items() if box.value}
-        return {key: self.panels[key] for key, group, *_ in PANELS if group in shown}
+    def _rows(self, r: AttentionExploration) -> dict[str, Any]:
+        """The labels of a (Tq, Tk) panel, the inspected row and the numbers switch."""
+        return {
+            "row_labels": list(r.query_tokens),
+            "col_labels": list(r.key_tokens),
+            "highlight_row": r.params.query_row,
+            "show_numbers": self.show_numbers.value,
+        }
+
+    def _draw_q_and_k(self, r: AttentionExploration) -> None:
+        h, numbers = r.params.head, self.show_numbers.value
+        self.panels["q"].set_data(
+            r.q[h],
+            row_labels=list(r.query_tokens),
+            title=f"Q, head {h}  (Tq, d_k) = {shape_str(r.q[h].shape)}",
+            show_numbers=numbers,
+        )
+        self.panels["k"].set_data(
+            r.k[h],
+            row_labels=list(r.key_tokens),
+            title=f"K, head {h}  (Tk, d_k) = {shape_str(r.k[h].shape)}",
+            show_numbers=numbers,
+        )
+
+    def _draw_raw_scores(self, r: AttentionExploration) -> None:
+        h = r.params.head
+        self.panels["raw_scores"].set_data(
+            r.raw_scores[h], title=f"raw scores q·kᵀ, head {h}", **self._rows(r)
+        )
+
+    def _draw_scores(self, r: AttentionExploration) -> None:
+        h = r.params.head
+        self.panels["scores"].set_data(
+            r.scores[h],
+            ~r.mask,  # (Tq, Tk) True = masked
+            r.fully_masked[h],
+            title=f"scores × {r.scale:.3g}, masked, head {h}",
+            **self._rows(r),
+        )
+
+    def _draw_weights(self, r: AttentionExploration) -> None:
+        h = r.params.head
+        self.panels["weights"].set_data(
+            r.weights[h], ~r.mask, r.fully_masked[h], title=f"weights, head {h}", **self._rows(r)
+        )
+
+    def _draw_output(self, r: AttentionExploration) -> None:
+        tq, m = r.output.shape  # (Tq, M)
+        self.panels["output"].set_data(
+            r.output,
+            row_labels=list(r.query_tokens),
+            title=f"output (Tq, d_model) = {shape_str(r.output.shape)}",
+            cell_size=output_cell_size(tq, len(r.key_tokens), m),
+            show_numbers=self.show_numbers.value,
+        )
+
+    def _draw_per_head(self, r: AttentionExploration) -> None:
+        p = r.params
+        first, last = head_window(p.head, p.n_heads)
+        heads = "" if last - first == p.n_heads else f" {first}-{last - 1} of {p.n_heads}"
+        self.panels["per_head"].set_data(
+            r.weights[first:last],
+            ~r.mask,
+            r.fully_masked[first:last],
+            title=f"weights of every head{heads}",
+            panel_titles=[f"head {i}" for i in range(first, last)],
+            panel_size=max(60, 480 // min(p.n_heads, 4)),
+            **self._rows(r),
+        )
 
 
 MAX_SMALL_MULTIPLES = 16

@@ -6,21 +6,20 @@ The shape of an explorer (the house style):
              result dataclass --(draw)--> views (Heatmap / TokenLines / SeriesChart)
 
 `Explorer` wires that loop once. A subclass declares its controls once, each named after the
-params field it sets, and provides `_compute` and `_draw`; reading the params is derived from
-the declarations:
+params field it sets, and provides `_draw`; reading the params is derived from the
+declarations, and computing is the function its line of widgets/explorers.toml names
+(attention.explore.<stem>.<function>, called with the params):
 
     class MyExplorer(Explorer):
         CONTROLS = (slider("n", 1, 16), check("scaled", label="divide by sqrt(d_k)"))
 
         def __init__(self, **settings):
             start = MyParams(**settings)             # validates the settings
-            self.map = Heatmap(title="weights")
+            self.map = self.panel("weights", Heatmap(title="weights"))   # Export saves it
             super().__init__(controls=self.declare(start), principal=self.map, body=[])
             self.refresh()
 
-        def _compute(self, params):  return my_pure_function(params)
         def _draw(self, result):  self.map.set_data(result.weights)
-        def _views(self):  return {"weights": self.map}   # what the Export button saves
 
 `declare(start)` builds `self.n` and `self.scaled` (CSS classes ac-n, ac-scaled) at the start
 params' values; `_read_params()` is `replace(start, n=self.n.value, scaled=...)` plus any
@@ -32,8 +31,9 @@ Any exception inside refresh() is shown in `explorer.error` (an HTML area), neve
 traceback; `explorer.result` holds the last good result for code to read.
 `with explorer.hold_refresh(): ...` changes several controls with one refresh after.
 `_compute` runs under `one_thread()`: this is the one place it is applied (its docstring says
-why). The Export button asks each view of `_views()` to export itself (views/export.py) into
-exports/<name>_<view>.png/.svg/.csv.
+why). `panel(name, view)` declares a panel once; the Export button asks each declared panel
+that is shown (`_views()`) to export itself (views/export.py) into
+exports/<explorer>_<name>.png/.svg/.csv.
 
 Classroom: `principal` puts the panel the explorer is about beside a narrow column of controls
 (a 1280 x 720 projector shows both); a refresh's widget updates travel as one message
@@ -51,7 +51,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import ipywidgets as widgets
 import traitlets as t
@@ -59,17 +59,18 @@ import traitlets as t
 from attention.explore import one_thread
 from attention.language import translate
 
-from ..registry import slug_of
+from ..registry import explore_function, slug_of
 from ..views import CanvasView, Heatmap
 from ..views.batch import MessageBatch, widget_tree
 from ..views.export import Exportable
 from ..views.keyboard import KeyboardGuard
-from ..views.picture import Pictured
+from ..views.picture import Pictured, shown_views
 from ..views.style import CVD_SWAP, PALETTES, PRESENTER_ZOOM, css
 from ..views.text import localize
 from .controls import Control, compact_layout
 
 DEFAULT_EXPORT_DIR = "exports"
+V = TypeVar("V", bound=widgets.Widget)
 
 
 class ErrorArea(widgets.HTML):
@@ -99,11 +100,13 @@ class ErrorArea(widgets.HTML):
 class Explorer(Pictured, widgets.VBox):
     """Base for explorers: watches controls, recomputes a pure function, redraws the views.
 
-    Subclasses declare `CONTROLS` (controls.Control, one per params field they set) and
-    implement `_compute(params) -> result`, `_draw(result)` and optionally `_derived_params()`
-    (params no control holds), `_sync_controls()` (what the declarations cannot say, e.g.
-    showing a control only in one mode; call super's first) and `_views()` (the panels that
-    the Export button saves).
+    Subclasses declare `CONTROLS` (controls.Control, one per params field they set, or
+    param=False for a setting of the panels) and each panel once with `panel(name, view)`,
+    and implement `_draw(result)` (one `_draw_<panel>` per panel where there are several)
+    and optionally `_compute(params) -> result` (default: the registry's function),
+    `_derived_params()` (params no control holds) and `_sync_controls()` (what the
+    declarations cannot say, e.g. showing a control only in one mode; call super's first).
+    The Export button saves the declared panels that are shown (`_views()`).
 
     Layout: with `principal` (the panel the explorer is about), the controls stand in a narrow
     column (or with `controls_row`, a row above) with that panel beside them (`beside` after
@@ -113,6 +116,7 @@ class Explorer(Pictured, widgets.VBox):
         result: the last computed result dataclass (None before the first refresh).
         params: the params dataclass that produced `result`.
         error: the ErrorArea where a failed refresh shows its message.
+        panels: name -> view of every panel declared with `panel` (shown or not).
         presenter: larger cells, labels and controls for the back of the room (a trait; set
             it, or `presenter(True)` for every explorer).
         palette: "default", or "cvd" for diverging panels in purple-orange (a trait; or
@@ -122,6 +126,7 @@ class Explorer(Pictured, widgets.VBox):
     presenter = t.Bool(False)
     palette = t.Enum(PALETTES, "default")
     CONTROLS: ClassVar[tuple[Control, ...]] = ()
+    _fixed_values: ClassVar[dict[str, Any]] = {}  # declare's values that are no control's
 
     def __init__(
         self,
@@ -195,18 +200,29 @@ class Explorer(Pictured, widgets.VBox):
                     w.zoom = zoom
 
     # Declared controls ---------------------------------------------------------------------
-    def declare(self, start: Any) -> list[widgets.Widget]:
-        """Build every control of CONTROLS at the start params' value, as `self.<field>`."""
+    def declare(self, start: Any, **values: Any) -> list[widgets.Widget]:
+        """Build every control of CONTROLS at the start params' value, as `self.<field>`.
+
+        `values`: the start values of the controls that are no params field (param=False),
+        and fixed values the declared ranges may read (`lambda v: v.n_heads - 1` where the
+        heads come from given weights, not a control).
+        """
         self.start = start
+        fields = {f.name: getattr(start, f.name) for f in dataclasses.fields(start)}
+        declared = {c.field for c in self.CONTROLS}
+        self._fixed_values = {k: v for k, v in values.items() if k not in declared}
+        current = SimpleNamespace(**{**fields, **values}) if values else start  # for the ranges
         built = []
         for c in self.CONTROLS:
-            w = c.build(getattr(start, c.field), start)
+            value = values.get(c.field, fields.get(c.field, c.default))
+            w = c.build(value, current)
             setattr(self, c.field, w)
             built.append(w)
         return built
 
     def _control_values(self) -> SimpleNamespace:
-        return SimpleNamespace(**{c.field: getattr(self, c.field).value for c in self.CONTROLS})
+        values = {c.field: getattr(self, c.field).value for c in self.CONTROLS}
+        return SimpleNamespace(**self._fixed_values, **values)
 
     # Subclass hooks ------------------------------------------------------------------------
     def _sync_controls(self) -> None:
@@ -223,7 +239,7 @@ class Explorer(Pictured, widgets.VBox):
 
     def _read_params(self) -> Any:
         """The start params with every declared control's value and the derived ones."""
-        values = {c.field: c.read(getattr(self, c.field)) for c in self.CONTROLS}
+        values = {c.field: c.read(getattr(self, c.field)) for c in self.CONTROLS if c.param}
         return dataclasses.replace(self.start, **values, **self._derived_params())
 
     def _data_texts(self) -> Iterable[str]:
@@ -231,14 +247,24 @@ class Explorer(Pictured, widgets.VBox):
         return ()
 
     def _compute(self, params: Any) -> Any:
-        raise NotImplementedError
+        """The registry's function: attention.explore.<stem>.<function>(params).
+
+        Override it only to do more (keep a training run between refreshes, pass a table).
+        """
+        return explore_function(type(self).__name__)(params)
 
     def _draw(self, result: Any) -> None:
         raise NotImplementedError
 
+    def panel(self, name: str, view: V) -> V:
+        """Declare a panel once, by the name of its exported files (<explorer>_<name>.png)."""
+        self.__dict__.setdefault("panels", {})[name] = view
+        return view
+
     def _views(self) -> dict[str, Exportable]:
-        """Name -> view (Heatmap, TokenLines, SeriesChart) of the panels Export saves."""
-        return {}
+        """Name -> view of the panels Export saves: the declared panels that are shown."""
+        shown = {id(v) for v in shown_views(self)}
+        return {n: v for n, v in self.__dict__.get("panels", {}).items() if id(v) in shown}
 
     # The loop ------------------------------------------------------------------------------
     def refresh(self) -> None:

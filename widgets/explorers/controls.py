@@ -21,9 +21,12 @@ _STYLE = {"description_width": "initial"}
 _LAYOUT = {"width": "260px"}
 
 
-def _slider(cls: type, description: str, name: str, **kwargs: Any) -> widgets.Widget:
+def _slider(
+    cls: type, description: str, name: str, width: str | None = None, **kwargs: Any
+) -> widgets.Widget:
     """A keyboard-operable slider that updates while dragging, with class ac-<name>."""
-    w = cls(description=description, continuous_update=True, style=_STYLE, layout=_LAYOUT, **kwargs)
+    layout = {"width": width} if width else _LAYOUT
+    w = cls(description=description, continuous_update=True, style=_STYLE, layout=layout, **kwargs)
     w.add_class(css(name))
     return w
 
@@ -92,12 +95,15 @@ def buttons(
 
 
 def set_options(dropdown_: widgets.Dropdown, options: Sequence[Any], prefer: Any) -> None:
-    """Replace a dropdown's options, keeping `prefer` when allowed, else the nearest option."""
+    """Replace a dropdown's options, keeping `prefer` when allowed, else the nearest number
+    (or, among (label, value) pairs, the first value: a named choice that went away)."""
     options = list(options)
     if list(dropdown_.options) == options and dropdown_.value == prefer:
         return
-    if prefer not in options:
-        prefer = min(options, key=lambda o: (abs(o - prefer), o))
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if prefer not in values:
+        named = bool(options) and isinstance(options[0], tuple)
+        prefer = values[0] if named else min(values, key=lambda o: (abs(o - prefer), o))
     with dropdown_.hold_sync():  # one message; trait notifications stay immediate
         dropdown_.options = options
         dropdown_.value = prefer
@@ -206,18 +212,27 @@ class Control:
     dashes>), starts it at the params' value (refusing one the widget would clamp), keeps
     ranges that depend on other controls up to date (a bound or the options given as a
     function of the current values: `lambda v: max_heads(v.d_k)`) and reads it back into the
-    params. Make them with `slider`, `log_slider`, `menu`, `check`, `choice`, `steps`, `text`.
+    params. Make them with `slider`, `log_slider`, `menu`, `check`, `choice`, `steps`, `text`,
+    `number`, `area` (code), `pick` (several of a list). A control with `param=False` sets how
+    the panels look (e.g. "show numbers") or something the explorer turns into params itself
+    (a mask's grid size): it is built and watched like the others, but `_read_params` leaves
+    it out.
     """
 
     field: str
     label: str
-    kind: str  # "int", "float", "log", "menu", "check", "buttons", "select", "text"
+    kind: str  # int, float, log, menu, check, buttons, select, text, number, area, pick
     lo: Bound = None
     hi: Bound = None
     options: Options = None
     step: float | None = None
-    width: str | None = None  # a text field's width
+    width: str | None = None  # the widget's width (default: 260px; a text field's 420px)
     live: bool = True  # a text field updates as the learner types (False: on Enter or blur)
+    param: bool = True  # False: not a params field (its start value: declare's or `default`)
+    default: Any = None
+    placeholder: str = ""  # a text field's or area's hint while empty
+    rows: int | None = None  # an area's or a pick list's height in lines
+    fit_label: bool = False  # a text field's label takes the width it needs
 
     @property
     def css_name(self) -> str:
@@ -225,41 +240,65 @@ class Control:
 
     def build(self, value: Any, current: Any) -> widgets.Widget:
         """The widget, at `value`; `current` (the start params) resolves dynamic ranges."""
-        name, label = self.css_name, self.label
-        lo, hi, options = _resolve(self.lo, current), _resolve(self.hi, current), None
-        if self.options is not None:
-            options = list(_resolve(self.options, current))
-        if self.kind == "int":
-            w = int_slider(label, lo, hi, value, name=name)
-        elif self.kind in ("float", "log"):
-            step = self.step if self.step is not None else 0.01
-            w = float_slider(label, lo, hi, value, name=name, step=step, log=self.kind == "log")
-        elif self.kind == "menu":
-            w = dropdown(label, options, value, name=name)
-        elif self.kind == "check":
-            return toggle(label, value, name=name)
-        elif self.kind == "buttons":
-            return buttons(label, options, value, name=name)
-        elif self.kind == "select":
-            w = _slider(widgets.SelectionSlider, label, name, options=options, value=value)
-        elif self.kind == "text":
-            w = widgets.Text(
-                value=value,
-                description=label,
-                continuous_update=self.live,
-                layout=widgets.Layout(width=self.width or "420px"),
-            )
-            w.add_class(css(name))
-            return w
-        else:
-            raise ValueError(f"{self.field}: unknown control kind {self.kind!r}")
-        if self.kind in ("int", "float", "log"):
+        lo, hi = _resolve(self.lo, current), _resolve(self.hi, current)
+        options = None if self.options is None else list(_resolve(self.options, current))
+        w = self._widget(value, lo, hi, options)
+        w.add_class(css(self.css_name))
+        if self.kind in ("int", "float", "log", "number"):  # these clamp silently
             refuse_clamped(self.field, w, value)
         return w
 
+    def _widget(self, value: Any, lo: Any, hi: Any, options: list | None) -> widgets.Widget:
+        label, name, width = self.label, self.css_name, self.width
+        match self.kind:
+            case "int":
+                w = int_slider(label, lo, hi, value, name=name)
+                if self.step is not None:
+                    w.step = self.step
+                return w
+            case "float" | "log":
+                step = self.step if self.step is not None else 0.01
+                return float_slider(
+                    label, lo, hi, value, name=name, step=step, log=self.kind == "log"
+                )
+            case "menu":
+                return dropdown(label, options, value, name=name)
+            case "check":
+                return toggle(label, value, name=name)
+            case "buttons":
+                return buttons(label, options, value, name=name)
+            case "select":
+                return _slider(
+                    widgets.SelectionSlider, label, name, width, options=options, value=value
+                )
+            case "number":
+                return widgets.BoundedIntText(
+                    value=value, min=lo, max=hi, description=label, style=_STYLE,
+                    layout={"width": width or "230px"},
+                )  # fmt: skip
+            case "text":
+                return widgets.Text(
+                    value=value, description=label, continuous_update=self.live,
+                    layout=widgets.Layout(width=width or "420px"),
+                    **({"placeholder": self.placeholder} if self.placeholder else {}),
+                    **({"style": _STYLE} if self.fit_label else {}),
+                )  # fmt: skip
+            case "area":
+                return widgets.Textarea(
+                    value=value, rows=self.rows, continuous_update=self.live,
+                    placeholder=self.placeholder, layout=widgets.Layout(width=width),
+                )  # fmt: skip
+            case "pick":
+                return widgets.SelectMultiple(
+                    options=options, value=value, rows=self.rows, description=label,
+                    style=_STYLE, layout={"width": width},
+                )  # fmt: skip
+        raise ValueError(f"{self.field}: unknown control kind {self.kind!r}")
+
     def sync(self, w: widgets.Widget, current: Any) -> None:
-        """Follow ranges that depend on other controls (only those given as functions)."""
-        if callable(self.options):
+        """Follow ranges that depend on other controls (only those given as functions; a
+        pick's choices and what stays picked are the explorer's to follow)."""
+        if callable(self.options) and self.kind != "pick":
             set_options(w, list(self.options(current)), w.value)
         if callable(self.hi) and self.kind == "int":
             clamp_slider(w, self.hi(current))
@@ -271,6 +310,8 @@ class Control:
 
     def read(self, w: widgets.Widget) -> Any:
         """The widget's value as the params field takes it."""
+        if self.kind == "pick":
+            return tuple(w.value)
         return float(w.value) if self.kind in ("float", "log") else w.value
 
 
@@ -278,9 +319,15 @@ def _resolve(bound: Any, current: Any) -> Any:
     return bound(current) if callable(bound) else bound
 
 
-def slider(field: str, lo: Bound, hi: Bound, *, label: str | None = None) -> Control:
-    """An integer slider from lo to hi for `field` (arrow keys step by 1)."""
-    return Control(field, label or field, "int", lo, hi)
+def slider(field: str, lo: Bound, hi: Bound, *, label: str | None = None, **more: Any) -> Control:
+    """An integer slider from lo to hi for `field` (arrow keys step by 1); `more`: other
+    Control fields (step, param)."""
+    return Control(field, label or field, "int", lo, hi, **more)
+
+
+def number(field: str, lo: int, hi: int, *, label: str | None = None, width: str = "230px"):
+    """A box to type a whole number from lo to hi in (it would clamp: out of range is refused)."""
+    return Control(field, label or field, "number", lo, hi, width=width)
 
 
 def log_slider(field: str, lo: float, hi: float, *, label: str | None = None, step: float = 0.02):
@@ -293,14 +340,14 @@ def float_range(field: str, lo: float, hi: float, *, label: str | None = None, s
     return Control(field, label or field, "float", lo, hi, step=step)
 
 
-def menu(field: str, options: Options, *, label: str | None = None) -> Control:
+def menu(field: str, options: Options, *, label: str | None = None, param: bool = True):
     """A dropdown of `options` (values, or (label, value) pairs)."""
-    return Control(field, label or field, "menu", options=options)
+    return Control(field, label or field, "menu", options=options, param=param)
 
 
-def check(field: str, *, label: str | None = None) -> Control:
-    """A checkbox for a bool field."""
-    return Control(field, label or field, "check")
+def check(field: str, *, label: str | None = None, param: bool = True, default: bool = False):
+    """A checkbox for a bool field (param=False: a switch of the panels, off by `default`)."""
+    return Control(field, label or field, "check", param=param, default=default)
 
 
 def choice(field: str, options: Sequence[Any], *, label: str | None = None) -> Control:
@@ -308,11 +355,24 @@ def choice(field: str, options: Sequence[Any], *, label: str | None = None) -> C
     return Control(field, label or field, "buttons", options=tuple(options))
 
 
-def steps(field: str, options: Options, *, label: str | None = None) -> Control:
+def steps(field: str, options: Options, *, label: str | None = None, width: str | None = None):
     """A slider over a list of allowed values (e.g. context lengths, training steps)."""
-    return Control(field, label or field, "select", options=options)
+    return Control(field, label or field, "select", options=options, width=width)
 
 
-def text(field: str, *, label: str | None = None, width: str = "420px", live: bool = True):
-    """A text field, updating as the learner types (live=False: when they press Enter)."""
-    return Control(field, label or field, "text", width=width, live=live)
+def text(field: str, *, label: str | None = None, width: str = "420px", **more: Any) -> Control:
+    """A text field, updating as the learner types (live=False: when they press Enter);
+    `more`: other Control fields (placeholder, fit_label, param)."""
+    return Control(field, label or field, "text", width=width, **more)
+
+
+def area(field: str, *, rows: int, width: str, placeholder: str = "", param: bool = True):
+    """A code area without a label, read when it loses focus (the header says what it is)."""
+    return Control(
+        field, "", "area", width=width, live=False, placeholder=placeholder, rows=rows, param=param
+    )
+
+
+def pick(field: str, options: Options, *, label: str | None = None, rows: int, width: str):
+    """A list to pick several of `options` from (ctrl-click); read as a tuple."""
+    return Control(field, label or field, "pick", options=options, rows=rows, width=width)

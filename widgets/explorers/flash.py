@@ -25,14 +25,12 @@ from attention.explore.flash import (
     REAL_VALUE_BYTES,
     FlashExploration,
     FlashParams,
-    explore_flash,
     flash_step_count,
     min_block_size,
 )
 from attention.explore.kv_cache import human_bytes
 
 from ..views import Heatmap, SeriesChart
-from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
 from .controls import check, panel_row, slider, table_html
@@ -75,7 +73,7 @@ class FlashExplorer(Explorer):
         self.reset_button = _button("reset", "undo", "reset-button", self._reset)
         self.end_button = _button("run to the end", "fast-forward", "end-button", self._to_end)
 
-        self.tiles = Heatmap(
+        self.tiles = self.panel("tiles", Heatmap(
             title="tiles",
             colormap="gray_r",
             vmin=0.0,
@@ -83,22 +81,31 @@ class FlashExplorer(Explorer):
             show_colorbar=False,
             categories=[(0.0, "not read yet"), (1.0, "read earlier"), (2.0, "on chip now")],
             panel_size=PANEL,
-        )
+        ))  # fmt: skip
         self.tiles.add_class(css("tiles"))
-        self.weights = Heatmap(
+        self.weights = self.panel("weights", Heatmap(
             title="softmax P (naive stores it all)",
             vmin=0.0,
             panel_size=PANEL,
             colorbar_label="weight",
-        )
+        ))  # fmt: skip
         self.weights.add_class(css("weights"))
         self.readout = _html("readout")
-        self.m_chart = SeriesChart(name="running-max", width=390, height=190)
-        self.l_chart = SeriesChart(name="running-sum", width=390, height=190)
-        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=PANEL)
+        self.m_chart = self.panel(
+            "running_max", SeriesChart(name="running-max", width=390, height=190)
+        )
+        self.l_chart = self.panel(
+            "running_sum", SeriesChart(name="running-sum", width=390, height=190)
+        )
+        self.outputs = self.panel(
+            "outputs", Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=PANEL)
+        )
         self.outputs.add_class(css("outputs"))
-        self.traffic = SeriesChart(name="traffic", width=370, height=230)
-        self.scale = SeriesChart(name="traffic-scale", width=560, height=250, legend="right")
+        self.traffic = self.panel("traffic", SeriesChart(name="traffic", width=370, height=230))
+        self.scale = self.panel(
+            "traffic_scale",
+            SeriesChart(name="traffic-scale", width=560, height=250, legend="right"),
+        )
         buttons = widgets.HBox([self.next_button, self.reset_button, self.end_button])
         body = [
             panel_row([self.m_chart, self.l_chart]),
@@ -121,14 +128,21 @@ class FlashExplorer(Explorer):
         self.step.value = self.step.max
 
     # The loop ------------------------------------------------------------------------------
-    def _compute(self, params: FlashParams) -> FlashExploration:
-        return explore_flash(params)
-
     def _draw(self, r: FlashExploration) -> None:
         p = r.params
-        t = p.seq_len
-        q_labels = [f"q{i}" for i in range(t)]
-        k_labels = [f"k{j}" for j in range(t)]
+        self._draw_tiles(r)
+        self._draw_weights(r)
+        self._draw_running(r)
+        self._draw_outputs(r)
+        self._draw_traffic(r)
+        self._draw_traffic_scale(r)
+        self.readout.value = _readout_html(r)
+        self.next_button.disabled = p.step >= r.n_steps
+        self.end_button.disabled = p.step >= r.n_steps
+        self.reset_button.disabled = p.step == 0
+
+    def _draw_tiles(self, r: FlashExploration) -> None:
+        q_labels, k_labels = _labels("q", r), _labels("k", r)
         if r.current is None:
             where = "tiles: none read yet"
         else:
@@ -140,19 +154,16 @@ class FlashExplorer(Explorer):
             col_labels=k_labels,
             title=where,
         )
-        self.weights.set_data(
-            r.weights, masked=~r.allowed, row_labels=q_labels, col_labels=k_labels
-        )
-        self._draw_state(r, q_labels)
-        self._draw_traffic(r)
-        self.readout.value = _readout_html(r)
-        self.next_button.disabled = p.step >= r.n_steps
-        self.end_button.disabled = p.step >= r.n_steps
-        self.reset_button.disabled = p.step == 0
 
-    def _draw_state(self, r: FlashExploration, q_labels: list[str]) -> None:
-        t = r.params.seq_len
-        rows = list(range(t))
+    def _draw_weights(self, r: FlashExploration) -> None:
+        self.weights.set_data(
+            r.weights, masked=~r.allowed, row_labels=_labels("q", r), col_labels=_labels("k", r)
+        )
+
+    def _draw_running(self, r: FlashExploration) -> None:
+        """The running max m and sum l of every row, now and at the end."""
+        q_labels = _labels("q", r)
+        rows = list(range(r.params.seq_len))
         ticks = [float(i) for i in rows]
         common = dict(x_label="query row", x_ticks=ticks, x_tick_labels=q_labels, legend="right")
         top_m = max(float(r.final_m.max()), 0.0)
@@ -177,6 +188,9 @@ class FlashExplorer(Explorer):
                 y_range=y_range,
                 **common,
             )
+
+    def _draw_outputs(self, r: FlashExploration) -> None:
+        t, q_labels = r.params.seq_len, _labels("q", r)
         lim = float(r.output.abs().max())
         not_started = (~r.started)[:, None].expand(t, r.params.d_head)  # (T, D)
         masked = torch.stack([not_started, torch.zeros_like(not_started)])  # (2, T, D)
@@ -224,6 +238,8 @@ class FlashExplorer(Explorer):
             markers=[{"x": float(p.step), "label": f"step {p.step}"}],
             legend="top-left",
         )
+
+    def _draw_traffic_scale(self, r: FlashExploration) -> None:
         c = r.curves
         self.scale.set_data(
             list(c.seq_lens),
@@ -246,16 +262,9 @@ class FlashExplorer(Explorer):
             y_ticks=[1e3, 1e6, 1e9, 1e12],
         )
 
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "tiles": self.tiles,
-            "weights": self.weights,
-            "running_max": self.m_chart,
-            "running_sum": self.l_chart,
-            "outputs": self.outputs,
-            "traffic": self.traffic,
-            "traffic_scale": self.scale,
-        }
+
+def _labels(prefix: str, r: FlashExploration) -> list[str]:
+    return [f"{prefix}{i}" for i in range(r.params.seq_len)]
 
 
 def _readout_html(r: FlashExploration) -> str:

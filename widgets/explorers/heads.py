@@ -26,22 +26,15 @@ from attention.explore import (
     HeadsExploration,
     HeadsParams,
     HeadsPath,
-    explore_heads,
     head_choices,
 )
 
 from ..views import Heatmap
 from ..views.style import DIVERGING_CMAP, css
 from .base import Explorer
-from .controls import menu, panel_row, slider, table_html, toggle
+from .controls import check, menu, panel_row, slider, table_html
 
 SMALL = 150  # px per small-multiple panel
-
-
-def _heatmap(name: str, title: str, **traits) -> Heatmap:
-    hm = Heatmap(title=title, **traits)
-    hm.add_class(css(name))
-    return hm
 
 
 def _html(name: str) -> widgets.HTML:
@@ -68,48 +61,50 @@ class HeadsExplorer(Explorer):
         slider("seq_len", 1, HEADS_SEQ_MAX),
         slider("batch", 1, HEADS_BATCH_MAX),
         slider("seed", 0, 99),
+        check("forget_transpose", label="forget the transpose", param=False),
     )
 
     def __init__(self, *, forget_transpose: bool = False, **settings: Any) -> None:
         start = HeadsParams(**settings)  # validates the settings
-        controls = self.declare(start)
-        self.forget = toggle("forget the transpose", forget_transpose, name="forget-transpose")
+        controls = self.declare(start, forget_transpose=forget_transpose)
         self.shapes = _html("shapes")
         self.readout = _html("readout")
-        self.projection = _heatmap(
+        self.projection = self._heatmap(
             "projection", "q = x W_q (one matmul for all heads)", colormap=DIVERGING_CMAP,
             symmetric=True, panel_size=300,
         )  # fmt: skip
-        self.q_heads = _heatmap(
-            "q-heads", "q per head: .view(B, T, H, D).transpose(1, 2)",
+        self.q_heads = self._heatmap(
+            "q_heads", "q per head: .view(B, T, H, D).transpose(1, 2)",
             colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL, columns=2,
         )  # fmt: skip
-        self.wrong_q_heads = _heatmap(
-            "wrong-q-heads", "q per 'head' with .view(B, H, T, D): rows from other tokens",
-            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL, columns=2,
-        )  # fmt: skip
-        self.weights = _heatmap("weights", "weights per head", vmin=0.0, panel_size=SMALL)
-        self.wrong_weights = _heatmap(
-            "wrong-weights", "weights per 'head', transpose forgotten", vmin=0.0, panel_size=SMALL
-        )
-        self.concat = _heatmap(
+        self.weights = self._heatmap("weights", "weights per head", vmin=0.0, panel_size=SMALL)
+        self.concat = self._heatmap(
             "concat", "concat: heads side by side (B, T, M)", colormap=DIVERGING_CMAP,
             symmetric=True, panel_size=300,
         )  # fmt: skip
-        self.wrong_concat = _heatmap(
-            "wrong-concat", "concat, transpose forgotten", colormap=DIVERGING_CMAP,
-            symmetric=True, panel_size=300,
-        )  # fmt: skip
-        self.output = _heatmap(
+        self.output = self._heatmap(
             "output", "output = concat W_o", colormap=DIVERGING_CMAP, symmetric=True,
             panel_size=300,
         )  # fmt: skip
-        self.wrong_output = _heatmap(
-            "wrong-output", "output, transpose forgotten", colormap=DIVERGING_CMAP,
+        # the wrong path, shown with "forget the transpose"
+        self.wrong_q_heads = self._heatmap(
+            "wrong_q_heads", "q per 'head' with .view(B, H, T, D): rows from other tokens",
+            colormap=DIVERGING_CMAP, symmetric=True, panel_size=SMALL, columns=2,
+        )  # fmt: skip
+        self.wrong_weights = self._heatmap(
+            "wrong_weights", "weights per 'head', transpose forgotten", vmin=0.0, panel_size=SMALL
+        )
+        self.wrong_concat = self._heatmap(
+            "wrong_concat", "concat, transpose forgotten", colormap=DIVERGING_CMAP,
             symmetric=True, panel_size=300,
         )  # fmt: skip
-        wrong = [self.wrong_q_heads, self.wrong_weights, self.wrong_concat, self.wrong_output]
-        self._wrong_views = wrong
+        self.wrong_output = self._heatmap(
+            "wrong_output", "output, transpose forgotten", colormap=DIVERGING_CMAP,
+            symmetric=True, panel_size=300,
+        )  # fmt: skip
+        self._wrong_views = [
+            self.wrong_q_heads, self.wrong_weights, self.wrong_concat, self.wrong_output
+        ]  # fmt: skip
         # the split into heads beside the controls (its wrong twin after it when shown); the
         # steps before and after it below, in order
         body = [
@@ -120,48 +115,61 @@ class HeadsExplorer(Explorer):
             panel_row([self.output, self.wrong_output]),
         ]
         super().__init__(
-            controls=[*controls, self.forget],
+            controls=controls,
             principal=self.q_heads,
             beside=[self.wrong_q_heads],
             body=body,
         )
         self.refresh()
 
-    def _compute(self, params: HeadsParams) -> HeadsExploration:
-        return explore_heads(params)
+    def _heatmap(self, name: str, title: str, **traits: Any) -> Heatmap:
+        """A panel with class ac-<name with dashes>."""
+        hm = self.panel(name, Heatmap(title=title, **traits))
+        hm.add_class(css(name.replace("_", "-")))
+        return hm
 
     def _draw(self, r: HeadsExploration) -> None:
-        p = r.params
-        h, t, m = p.n_heads, p.seq_len, p.d_model
-        d = m // h
-        tokens = [f"t{i}" for i in range(t)]
-        head_cols = [f"h{c // d}" if c % d == 0 else "" for c in range(m)]
-        model_cols = [str(c) for c in range(m)]
-        self.projection.set_data(r.q_proj[0], row_labels=tokens, col_labels=head_cols)
-        rows = [f"r{i}" for i in range(t)]  # a wrong head's rows are not positions
-        heads = [f"head {i}" for i in range(h)]
-        wrong_titles = [f"head {i}: {s}" for i, s in enumerate(_source_titles(r.wrong))]
+        self._draw_projection(r)
+        self._draw_q_heads(r)
+        self._draw_weights(r)
+        self._draw_concat_and_output(r)
+        shown = None if self.forget_transpose.value else "none"
+        for view in self._wrong_views:
+            view.layout.display = shown
+        self.shapes.value = _shapes_html(r, self.forget_transpose.value)
+        self.readout.value = _readout_html(r, self.forget_transpose.value)
+
+    def _draw_projection(self, r: HeadsExploration) -> None:
+        self.projection.set_data(r.q_proj[0], row_labels=_tokens(r), col_labels=_head_cols(r))
+
+    def _draw_q_heads(self, r: HeadsExploration) -> None:
+        dims = [str(j) for j in range(r.params.d_model // r.params.n_heads)]
         q_lim = float(torch.cat([r.right.q[0], r.wrong.q[0]]).abs().max())
-        w_max = max(float(torch.cat([r.right.weights[0], r.wrong.weights[0]]).max()), 1e-6)
-        dims = [str(j) for j in range(d)]
         self.q_heads.set_data(
-            r.right.q[0], panel_titles=heads, row_labels=tokens, col_labels=dims,
+            r.right.q[0], panel_titles=_heads(r), row_labels=_tokens(r), col_labels=dims,
             vmin=-q_lim, vmax=q_lim,
         )  # fmt: skip
         self.wrong_q_heads.set_data(
-            r.wrong.q[0], panel_titles=wrong_titles, row_labels=rows, col_labels=dims,
+            r.wrong.q[0], panel_titles=_wrong_titles(r), row_labels=_rows(r), col_labels=dims,
             vmin=-q_lim, vmax=q_lim,
         )  # fmt: skip
+
+    def _draw_weights(self, r: HeadsExploration) -> None:
+        w_max = max(float(torch.cat([r.right.weights[0], r.wrong.weights[0]]).max()), 1e-6)
+        tokens, rows = _tokens(r), _rows(r)
         self.weights.set_data(
-            r.right.weights[0], panel_titles=heads, row_labels=tokens, col_labels=tokens,
+            r.right.weights[0], panel_titles=_heads(r), row_labels=tokens, col_labels=tokens,
             vmax=w_max,
         )  # fmt: skip
         self.wrong_weights.set_data(
-            r.wrong.weights[0], panel_titles=wrong_titles, row_labels=rows, col_labels=rows,
+            r.wrong.weights[0], panel_titles=_wrong_titles(r), row_labels=rows, col_labels=rows,
             vmax=w_max,
         )  # fmt: skip
+
+    def _draw_concat_and_output(self, r: HeadsExploration) -> None:
         lim = float(torch.cat([r.right.output[0], r.wrong.output[0]]).abs().max())
         c_lim = float(torch.cat([r.right.concat[0], r.wrong.concat[0]]).abs().max())
+        head_cols, model_cols = _head_cols(r), [str(c) for c in range(r.params.d_model)]
         # after W_o the columns are model dimensions again, no longer heads' slices
         for view, x, vmax, cols in (
             (self.concat, r.right.concat, c_lim, head_cols),
@@ -169,29 +177,29 @@ class HeadsExplorer(Explorer):
             (self.output, r.right.output, lim, model_cols),
             (self.wrong_output, r.wrong.output, lim, model_cols),
         ):
-            view.set_data(x[0], row_labels=tokens, col_labels=cols, vmin=-vmax, vmax=vmax)
-        shown = None if self.forget.value else "none"
-        for view in self._wrong_views:
-            view.layout.display = shown
-        self.shapes.value = _shapes_html(r, self.forget.value)
-        self.readout.value = _readout_html(r, self.forget.value)
+            view.set_data(x[0], row_labels=_tokens(r), col_labels=cols, vmin=-vmax, vmax=vmax)
 
-    def _views(self) -> dict[str, Heatmap]:
-        views = {
-            "projection": self.projection,
-            "q_heads": self.q_heads,
-            "weights": self.weights,
-            "concat": self.concat,
-            "output": self.output,
-        }
-        if self.forget.value:
-            views.update(
-                wrong_q_heads=self.wrong_q_heads,
-                wrong_weights=self.wrong_weights,
-                wrong_concat=self.wrong_concat,
-                wrong_output=self.wrong_output,
-            )
-        return views
+
+def _tokens(r: HeadsExploration) -> list[str]:
+    return [f"t{i}" for i in range(r.params.seq_len)]
+
+
+def _rows(r: HeadsExploration) -> list[str]:
+    return [f"r{i}" for i in range(r.params.seq_len)]  # a wrong head's rows are not positions
+
+
+def _heads(r: HeadsExploration) -> list[str]:
+    return [f"head {i}" for i in range(r.params.n_heads)]
+
+
+def _wrong_titles(r: HeadsExploration) -> list[str]:
+    return [f"head {i}: {s}" for i, s in enumerate(_source_titles(r.wrong))]
+
+
+def _head_cols(r: HeadsExploration) -> list[str]:
+    """The columns of q and concat: "h0" where each head's slice starts."""
+    m, d = r.params.d_model, r.params.d_model // r.params.n_heads
+    return [f"h{c // d}" if c % d == 0 else "" for c in range(m)]
 
 
 def _source_table(path: HeadsPath) -> str:

@@ -41,7 +41,6 @@ from attention.explore.induction import (
 from attention.models.toy.induction import PHASE_LOSS, InductionRun
 
 from ..views import Heatmap, SeriesChart
-from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
 from .controls import check, choice, log_slider, menu, slider, steps
@@ -93,6 +92,7 @@ class InductionExplorer(Explorer):
         check("mlp", label="MLP after each attention"),
         slider("seed", 0, 99),
         steps("steps", list(INDUCTION_STEPS), label="training steps"),
+        menu("ablate", lambda v: ablate_options(v.n_layers, v.n_heads), label="ablate head"),
     )
 
     def __init__(self, run: InductionRun | None = None, **settings: Any) -> None:
@@ -123,35 +123,28 @@ class InductionExplorer(Explorer):
         self.train_button.on_click(lambda _b: self._button_clicked())
         self.status = widgets.HTML("")
         self.status.add_class(css("status"))
-        self.maps = Heatmap(
+        self.maps = self.panel("maps", Heatmap(
             title="",
             vmin=0.0,
             vmax=1.0,
             panel_size=150,
             colorbar_label="weight",
-        )
+        ))  # fmt: skip
         self.maps.add_class(css("panel-maps"))
-        self.loss_chart = SeriesChart(name="induction-loss", width=380, height=200)
-        self.score_chart = SeriesChart(name="induction-scores", width=380, height=200)
-        self.curve_chart = SeriesChart(name="induction-curves", width=380, height=200)
-        self.composition = Heatmap(
-            title="", vmin=0.0, vmax=1.0, show_numbers=True, panel_size=160, digits=2
+        self.loss_chart, self.score_chart, self.curve_chart = (
+            self.panel(key, SeriesChart(name=f"induction-{key}", width=380, height=200))
+            for key in ("loss", "scores", "curves")
+        )
+        self.composition = self.panel(  # shown when the model has two layers
+            "composition",
+            Heatmap(title="", vmin=0.0, vmax=1.0, show_numbers=True, panel_size=160, digits=2),
         )
         self.composition.add_class(css("panel-composition"))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         controls = self.declare(start)
-        # not declared: its choices are (label, value) pairs that follow layers and heads
-        self.ablate = widgets.Dropdown(
-            options=ablate_options(start.n_layers, start.n_heads),
-            value=start.ablate,
-            description="ablate head",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="260px"),
-        )
-        self.ablate.add_class(css("ablate"))
         super().__init__(
-            controls=[self.train_button, *controls, self.ablate],
+            controls=[self.train_button, *controls],
             header=self.status,
             principal=self.maps,  # every head's map: what training and ablation change
             beside=[widgets.VBox([self.loss_chart, self.score_chart, self.curve_chart])],
@@ -264,18 +257,6 @@ class InductionExplorer(Explorer):
         if self.live and (was_training or self._new_run) and not done:
             self._start_thread()
 
-    def _sync_controls(self) -> None:
-        super()._sync_controls()
-        options = ablate_options(self.n_layers.value, self.n_heads.value)
-        if list(self.ablate.options) != options:
-            keep = self.ablate.value if self.ablate.value < len(options) - 1 else -1
-            with self.ablate.hold_sync():
-                self.ablate.options = options
-                self.ablate.value = keep
-
-    def _derived_params(self) -> dict[str, Any]:
-        return {"ablate": self.ablate.value}
-
     def _compute(self, params: InductionParams) -> InductionExploration:
         if self.run is None or (self.run.task, self.run.config) != params.training_key():
             self.run = start_run(params)  # new settings: from scratch
@@ -284,6 +265,14 @@ class InductionExplorer(Explorer):
 
     def _draw(self, r: InductionExploration) -> None:
         self.draws += 1
+        self._draw_maps(r)
+        self._draw_loss(r)
+        self._draw_curves(r)
+        self._draw_scores(r)
+        self._draw_composition(r)
+        self._draw_readout(r)
+
+    def _draw_maps(self, r: InductionExploration) -> None:
         p = r.params
         names = r.head_names
         n_layers, n_heads = p.n_layers, p.n_heads
@@ -304,15 +293,8 @@ class InductionExplorer(Explorer):
             columns=n_heads if n_heads > 1 else n_layers,
             title=f"attention on the example (n = {r.repeat}), step {r.step}{silenced}",
         )
-        self._draw_loss(r)
-        self._draw_scores(r)
-        self._draw_composition(r)
-        self._draw_readout(r)
 
     def _draw_loss(self, r: InductionExploration) -> None:
-        markers = []
-        if r.phase_step is not None:
-            markers.append({"x": float(r.phase_step), "label": f"phase change ({r.phase_step})"})
         top = max([r.ln_vocab * 1.25, *(v for v in r.loss if v == v)])
         self.loss_chart.set_data(
             r.steps,
@@ -336,8 +318,10 @@ class InductionExplorer(Explorer):
             x_label="step",
             y_label="nats",
             title=f"loss on the repeated part (under {PHASE_LOSS:g}: copying)",
-            markers=markers,
+            markers=_phase_markers(r),
         )
+
+    def _draw_curves(self, r: InductionExploration) -> None:
         best_prev = r.previous_token[:, 0].amax(-1).tolist()  # (R,) best layer-0 head
         best_ind = r.induction[:, 1:].flatten(1).amax(-1) if r.params.n_layers > 1 else None
         series = [
@@ -374,7 +358,7 @@ class InductionExplorer(Explorer):
             y_ticks=[0.0, 0.25, 0.5, 0.75, 1.0],
             x_label="step",
             title="scores over training",
-            markers=markers,
+            markers=_phase_markers(r),
             legend="top-left",
         )
 
@@ -459,11 +443,9 @@ class InductionExplorer(Explorer):
             + (f" · phase change at step {r.phase_step}" if r.phase_step is not None else "")
         )
 
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "maps": self.maps,
-            "loss": self.loss_chart,
-            "scores": self.score_chart,
-            "curves": self.curve_chart,
-            "composition": self.composition,
-        }
+
+def _phase_markers(r: InductionExploration) -> list[dict]:
+    """A marker at the phase change, once there is one."""
+    if r.phase_step is None:
+        return []
+    return [{"x": float(r.phase_step), "label": f"phase change ({r.phase_step})"}]

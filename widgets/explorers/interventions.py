@@ -36,7 +36,6 @@ from attention.explore.interventions import (
 from attention.explore.model_view import model_shape
 
 from ..views import Heatmap, SeriesChart
-from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from ..views.text import translated
 from .base import Explorer
@@ -74,8 +73,8 @@ class PatchingExplorer(Explorer):
         self.pair.max = len(t.pairs) - 1
         set_options(self.layer, list(t.layers), start.layer)
         self.head.max = t.n_heads - 1
-        self.chart = SeriesChart(name="layers", width=480, height=250)
-        self.heads = SeriesChart(name="heads", width=300, height=250)
+        self.chart = self.panel("layers", SeriesChart(name="layers", width=480, height=250))
+        self.heads = self.panel("heads", SeriesChart(name="heads", width=300, height=250))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         self.readout.layout.max_width = "820px"
@@ -88,6 +87,11 @@ class PatchingExplorer(Explorer):
         return explore_patching(params, self.table)
 
     def _draw(self, r: PatchingExploration) -> None:
+        self._draw_layers(r)
+        self._draw_heads(r)
+        self.readout.value = _patching_html(r)
+
+    def _draw_layers(self, r: PatchingExploration) -> None:
         t, p = self.table, r.params
         self.chart.set_data(
             [float(x) for x in t.layers],
@@ -106,6 +110,9 @@ class PatchingExplorer(Explorer):
             legend="top-left",
             markers=[{"x": float(p.layer), "label": f"layer {p.layer}"}],
         )
+
+    def _draw_heads(self, r: PatchingExploration) -> None:
+        t, p = self.table, r.params
         bars = list(r.head_bars) if r.head_bars is not None else [float("nan")] * t.n_heads
         title = (
             f"heads of layer {p.layer}, patched alone"
@@ -122,10 +129,6 @@ class PatchingExplorer(Explorer):
             x_ticks=[float(h) for h in range(t.n_heads)],
             markers=markers,
         )
-        self.readout.value = _patching_html(r)
-
-    def _views(self) -> dict[str, Exportable]:
-        return {"layers": self.chart, "heads": self.heads}
 
     def _data_texts(self) -> list[str]:
         if self.result is None:
@@ -204,7 +207,7 @@ class RolloutExplorer(Explorer):
         start = RolloutParams(**settings)
         explore_rollout(start)  # refuses bad settings before any widget is made
         controls = self.declare(start)
-        self.map = Heatmap(
+        self.map = self.panel("rows", Heatmap(
             title="",
             show_numbers=True,
             digits=2,
@@ -212,15 +215,12 @@ class RolloutExplorer(Explorer):
             vmax=1.0,
             cell_size=36,
             colorbar_label="weight",
-        )
+        ))  # fmt: skip
         self.map.add_class(css("rows"))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         super().__init__(controls=controls, body=[], principal=self.map, beside=[self.readout])
         self.refresh()
-
-    def _compute(self, params: RolloutParams) -> RolloutExploration:
-        return explore_rollout(params)
 
     def _draw(self, r: RolloutExploration) -> None:
         p = r.params
@@ -242,9 +242,6 @@ class RolloutExplorer(Explorer):
             f"<div>raw attention, layer {p.layer} (heads averaged): {top(r.raw)}</div>"
             f"<div>rollout through layers 0..{p.layer}: {top(r.rollout)}</div>"
         )
-
-    def _views(self) -> dict[str, Exportable]:
-        return {"rows": self.map}
 
     def _data_texts(self) -> list[str]:
         return getattr(self, "_tops", [])

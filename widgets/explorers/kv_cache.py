@@ -21,6 +21,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from attention.experiments.decoding import DecodingSpeed
 from attention.explore.kv_cache import (
     KV_BATCH_MAX,
     KV_CONTEXTS,
@@ -29,20 +30,17 @@ from attention.explore.kv_cache import (
     KV_HEADS_MAX,
     KV_LAYERS_MAX,
     KV_PRESETS,
-    DecodingSpeed,
     KVCacheExploration,
     KVCacheParams,
     ModelShape,
-    explore_kv_cache,
     human_bytes,
 )
 from attention.multihead import divisors
 
 from ..views import SeriesChart, decade_ticks
-from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
-from .controls import dropdown, menu, set_options, slider, steps, table_html
+from .controls import menu, set_options, slider, steps, table_html
 
 CUSTOM = "custom"
 KIND_COLORS = {"MHA": PALETTE[1], "GQA": PALETTE[0], "MQA": PALETTE[2]}  # vermillion, blue, green
@@ -65,6 +63,7 @@ class KVCacheExplorer(Explorer):
     """
 
     CONTROLS = (
+        menu("preset", [CUSTOM, *KV_PRESETS], param=False),  # sets the four shape controls
         slider("n_layers", 1, KV_LAYERS_MAX, label="layers"),
         slider("n_heads", 1, KV_HEADS_MAX, label="query heads H"),
         menu("n_kv_heads", lambda v: divisors(v.n_heads), label="kv heads Hkv"),
@@ -99,18 +98,19 @@ class KVCacheExplorer(Explorer):
         if start.seq_len not in KV_CONTEXTS:
             raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {start.seq_len}")
         self.speed = speed
-        self.preset = dropdown("preset", [CUSTOM, *KV_PRESETS], preset, name="preset")
+        controls = self.declare(start, preset=preset)
         # observed before the Explorer watches it: the sliders move first, then one refresh
         self.preset.observe(lambda _c: self._apply_preset(), names="value")
-        controls = self.declare(start)
 
-        self.bars = SeriesChart(name="variants", width=370, height=250)
-        self.curves = SeriesChart(name="by-context", width=420, height=250, legend="top-left")
+        self.bars = self.panel("variants", SeriesChart(name="variants", width=370, height=250))
+        self.curves = self.panel(
+            "by_context", SeriesChart(name="by-context", width=420, height=250, legend="top-left")
+        )
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         self.readout.layout.max_width = "820px"
         super().__init__(
-            controls=[self.preset, *controls],
+            controls=controls,
             body=[self.curves],
             principal=self.bars,
             beside=[self.readout],
@@ -136,13 +136,15 @@ class KVCacheExplorer(Explorer):
             if now != KV_PRESETS[name]:
                 self.preset.value = CUSTOM
 
-    def _compute(self, params: KVCacheParams) -> KVCacheExploration:
-        return explore_kv_cache(params)
-
     def _draw(self, r: KVCacheExploration) -> None:
+        self._draw_variants(r)
+        self._draw_by_context(r)
+        self.readout.value = _readout_html(r, self.speed)
+
+    def _draw_variants(self, r: KVCacheExploration) -> None:
         p = r.params
         xs = list(range(len(r.variants)))
-        chosen = next(i for i, v in enumerate(r.variants) if v.n_kv_heads == p.n_kv_heads)
+        chosen = _chosen(r)
         gib = [v.bytes / GIB for v in r.variants]
         kinds = [v.name.split()[0] for v in r.variants]  # "MQA", "GQA", "MHA"
         self.bars.set_data(
@@ -166,8 +168,12 @@ class KVCacheExplorer(Explorer):
             y_range=[0.0, 1.5 * max(gib)],  # headroom: the legend
             markers=[{"x": float(chosen), "label": "yours"}],
         )
+
+    def _draw_by_context(self, r: KVCacheExploration) -> None:
+        p = r.params
         mha, mqa = r.variants[-1], r.variants[0]
-        lines = [(f"{r.kind} ({p.n_kv_heads}), yours", r.variants[chosen], KIND_COLORS[r.kind])]
+        yours = (f"{r.kind} ({p.n_kv_heads}), yours", r.variants[_chosen(r)], KIND_COLORS[r.kind])
+        lines = [yours]
         if r.kind != "MHA":
             lines.insert(0, (mha.name, mha, KIND_COLORS["MHA"]))
         if r.kind != "MQA":
@@ -194,10 +200,11 @@ class KVCacheExplorer(Explorer):
             y_ticks=decade_ticks([b / GIB for _, v, _ in lines for b in v.by_context]),
             markers=[{"x": float(p.seq_len), "label": f"{p.seq_len} tokens"}],
         )
-        self.readout.value = _readout_html(r, self.speed)
 
-    def _views(self) -> dict[str, Exportable]:
-        return {"variants": self.bars, "by_context": self.curves}
+
+def _chosen(r: KVCacheExploration) -> int:
+    """The index of the learner's own number of kv heads among the variants."""
+    return next(i for i, v in enumerate(r.variants) if v.n_kv_heads == r.params.n_kv_heads)
 
 
 def _readout_html(r: KVCacheExploration, speed: DecodingSpeed | None) -> str:

@@ -30,12 +30,10 @@ from attention.explore.latent import (
     TOY_TOKENS,
     LatentExploration,
     LatentParams,
-    explore_latent,
 )
 from attention.multihead import divisors
 
 from ..views import SeriesChart, decade_ticks
-from ..views.export import Exportable
 from ..views.style import PALETTE, css
 from .base import Explorer
 from .controls import menu, panel_row, slider, steps
@@ -69,9 +67,11 @@ class LatentExplorer(Explorer):
     def __init__(self, **settings: Any) -> None:
         start = LatentParams(**settings)  # validates the settings
         controls = self.declare(start)
-        self.bars = SeriesChart(name="kinds", width=380, height=250)
-        self.curves = SeriesChart(name="by-context", width=420, height=240, legend="top-left")
-        self.rank = SeriesChart(name="key-rank", width=420, height=240)
+        self.bars = self.panel("kinds", SeriesChart(name="kinds", width=380, height=250))
+        self.curves = self.panel(
+            "by_context", SeriesChart(name="by-context", width=420, height=240, legend="top-left")
+        )
+        self.rank = self.panel("key_rank", SeriesChart(name="key-rank", width=420, height=240))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         self.readout.layout.max_width = "420px"
@@ -83,14 +83,17 @@ class LatentExplorer(Explorer):
         )
         self.refresh()
 
-    def _compute(self, params: LatentParams) -> LatentExploration:
-        return explore_latent(params)
-
     def _draw(self, r: LatentExploration) -> None:
+        self._draw_kinds(r)
+        self._draw_by_context(r)
+        self._draw_key_rank(r)
+        self.readout.value = _readout_html(r)
+
+    def _draw_kinds(self, r: LatentExploration) -> None:
         p = r.params
         xs = list(range(len(r.kinds)))
         gib = [k.bytes / GIB for k in r.kinds]
-        names = [k.name.split()[0] for k in r.kinds]  # "MHA", "GQA", "MQA", "MLA"
+        names = _kind_names(r)
         self.bars.set_data(
             xs,
             [
@@ -114,6 +117,9 @@ class LatentExplorer(Explorer):
             y_ticks=decade_ticks([min(gib) / 3, max(gib) * 20]),
             legend="top-right",
         )
+
+    def _draw_by_context(self, r: LatentExploration) -> None:
+        p, names = r.params, _kind_names(r)
         self.curves.set_data(
             list(r.contexts),
             [
@@ -136,6 +142,9 @@ class LatentExplorer(Explorer):
             y_ticks=decade_ticks([b / GIB for k in r.kinds for b in k.by_context]),
             markers=[{"x": float(p.seq_len), "label": f"{_tokens(p.seq_len)} tokens"}],
         )
+
+    def _draw_key_rank(self, r: LatentExploration) -> None:
+        p = r.params
         index = list(range(1, TOY_RANK_MAX + 1))
         floor = 1e-8  # the chart's floor: zero singular values sit on it
         self.rank.set_data(
@@ -167,10 +176,10 @@ class LatentExplorer(Explorer):
             markers=[{"x": float(p.toy_rank), "label": f"R = {p.toy_rank}"}],
             legend="top-right",
         )
-        self.readout.value = _readout_html(r)
 
-    def _views(self) -> dict[str, Exportable]:
-        return {"kinds": self.bars, "by_context": self.curves, "key_rank": self.rank}
+
+def _kind_names(r: LatentExploration) -> list[str]:
+    return [k.name.split()[0] for k in r.kinds]  # "MHA", "GQA", "MQA", "MLA"
 
 
 def _tokens(n: int) -> str:

@@ -27,11 +27,9 @@ from attention.explore.linear_attention import (
     LINEAR_VARIANTS,
     LinearAttentionExploration,
     LinearAttentionParams,
-    explore_linear_attention,
 )
 
 from ..views import Heatmap
-from ..views.export import Exportable
 from ..views.style import CVD_SWAP, DEFAULT_CMAP, DIVERGING_CMAP, css
 from .base import Explorer
 from .controls import choice, float_range, panel_row, slider
@@ -64,19 +62,24 @@ class LinearAttentionExplorer(Explorer):
         start = LinearAttentionParams(**settings)  # validates the settings
         controls = self.declare(start)
         diverging = dict(colormap=DIVERGING_CMAP, symmetric=True, panel_size=PANEL)
-        self.state = Heatmap(show_numbers=True, digits=1, colorbar_label="S", **diverging)
+        self.state = self.panel(
+            "state", Heatmap(show_numbers=True, digits=1, colorbar_label="S", **diverging)
+        )
         self.state.add_class(css("state"))
-        self.outputs = Heatmap(colorbar_label="output", **diverging)
+        self.outputs = self.panel("outputs", Heatmap(colorbar_label="output", **diverging))
         self.outputs.add_class(css("outputs"))
-        self.softmax = Heatmap(
+        softmax = Heatmap(
             title="softmax(q·k / √D), causal",
             vmin=0.0,
             vmax=1.0,
             panel_size=PANEL,
             colorbar_label="weight",
         )
+        self.softmax = self.panel("softmax_weights", softmax)
         self.softmax.add_class(css("softmax-weights"))
-        self.implicit = Heatmap(colorbar_label="weight", panel_size=PANEL)
+        self.implicit = self.panel(
+            "linear_weights", Heatmap(colorbar_label="weight", panel_size=PANEL)
+        )
         self.implicit.add_class(css("linear-weights"))
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
@@ -95,14 +98,19 @@ class LinearAttentionExplorer(Explorer):
         for w in (self.gate, self.beta):  # the delta rule's own settings
             w.layout.display = None if delta else "none"
 
-    def _compute(self, params: LinearAttentionParams) -> LinearAttentionExploration:
-        return explore_linear_attention(params)
-
     def _draw(self, r: LinearAttentionExploration) -> None:
+        for draw in (
+            self._draw_state,
+            self._draw_outputs,
+            self._draw_softmax_weights,
+            self._draw_linear_weights,
+        ):
+            draw(r)
+        self.readout.value = _readout_html(r)
+
+    def _draw_state(self, r: LinearAttentionExploration) -> None:
         p = r.params
         t, d, s = p.seq_len, p.d_head, p.step
-        rows = [f"t{i + 1}" for i in range(t)]
-        features = [f"d{j}" for j in range(d)]
         key_name = "φ(k)" if p.variant == "linear" else "k"
         self.state.set_data(
             r.state,
@@ -110,6 +118,9 @@ class LinearAttentionExplorer(Explorer):
             col_labels=[f"v{j}" for j in range(d)],
             title=f"state S after {s} of {t} tokens ({d} x {d}, never grows)",
         )
+
+    def _draw_outputs(self, r: LinearAttentionExploration) -> None:
+        t, d, s = r.params.seq_len, r.params.d_head, r.params.step
         read = torch.zeros(t, d)
         read[:s] = r.recurrent_output  # rows not read yet: zeros, drawn hatched
         unread = torch.zeros(2, t, d, dtype=torch.bool)
@@ -118,16 +129,27 @@ class LinearAttentionExplorer(Explorer):
             torch.stack([read, r.parallel_output]),  # (2, T, D)
             masked=unread,
             fully_masked=torch.zeros(2, t, dtype=torch.bool),
-            row_labels=rows,
-            col_labels=features,
+            row_labels=_token_names(t),
+            col_labels=[f"d{j}" for j in range(d)],
             panel_titles=["read from the state", "parallel form"],
             title=f"outputs: row {s} read from S = the parallel row",
             highlight_row=s - 1,
         )
-        future = ~torch.ones(t, t, dtype=torch.bool).tril()  # (T, T) keys after the query
+
+    def _draw_softmax_weights(self, r: LinearAttentionExploration) -> None:
+        t, s = r.params.seq_len, r.params.step
+        rows = _token_names(t)
         self.softmax.set_data(
-            r.softmax_weights, masked=future, row_labels=rows, col_labels=rows, highlight_row=s - 1
+            r.softmax_weights,
+            masked=_future(t),
+            row_labels=rows,
+            col_labels=rows,
+            highlight_row=s - 1,
         )
+
+    def _draw_linear_weights(self, r: LinearAttentionExploration) -> None:
+        p = r.params
+        t, s, rows = p.seq_len, p.step, _token_names(p.seq_len)
         if p.variant == "linear":  # weights in [0, 1]: the softmax panel's colours, to compare
             title = "linear: φ(q)·φ(k), rows normalised"
             scale = dict(colormap=DEFAULT_CMAP, symmetric=False, vmin=0.0, vmax=1.0)
@@ -138,22 +160,21 @@ class LinearAttentionExplorer(Explorer):
             scale = dict(colormap=cmap, symmetric=True, vmin=None, vmax=None)
         self.implicit.set_data(
             r.implicit_weights,
-            masked=future,
+            masked=_future(t),
             row_labels=rows,
             col_labels=rows,
             highlight_row=s - 1,
             title=title,
             **scale,
         )
-        self.readout.value = _readout_html(r)
 
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "state": self.state,
-            "outputs": self.outputs,
-            "softmax_weights": self.softmax,
-            "linear_weights": self.implicit,
-        }
+
+def _token_names(t: int) -> list[str]:
+    return [f"t{i + 1}" for i in range(t)]
+
+
+def _future(t: int) -> torch.Tensor:
+    return ~torch.ones(t, t, dtype=torch.bool).tril()  # (T, T) keys after the query
 
 
 def _readout_html(r: LinearAttentionExploration) -> str:

@@ -23,7 +23,6 @@ import torch
 from attention.explore import (
     MaskExploration,
     MaskParams,
-    explore_mask,
     mask_to_tuple,
     preset_mask,
 )
@@ -32,7 +31,7 @@ from attention.masks import as_bool_mask
 from ..views import Heatmap
 from ..views.style import css
 from .base import Explorer
-from .controls import clamp_slider, dropdown, int_slider, slider
+from .controls import menu, slider
 
 PRESETS = ("none", "causal", "padding", "left pad + causal", "custom")
 MAX_SIDE = 16  # clicking cells is only practical on small grids
@@ -59,7 +58,13 @@ class MaskExplorer(Explorer):
     the preset, the pad length and the clicks make it) and the seed.
     """
 
-    CONTROLS = (slider("seed", 0, 99),)
+    CONTROLS = (  # the grid, the preset and the pad length make the mask (_sync_controls)
+        menu("preset", PRESETS, param=False),
+        slider("n_queries", 1, MAX_SIDE, label="queries (Tq)", param=False),
+        slider("n_keys", 1, MAX_SIDE, label="keys (Tk)", param=False),
+        slider("pad_len", 0, lambda v: v.n_keys, label="pad length", param=False),
+        slider("seed", 0, 99),
+    )
 
     def __init__(
         self,
@@ -84,31 +89,36 @@ class MaskExplorer(Explorer):
         for name, n in (("n_queries", n_queries), ("n_keys", n_keys)):
             if not 1 <= n <= MAX_SIDE:
                 raise ValueError(f"{name}: expected 1 to {MAX_SIDE}, got {n}")
-        self.n_queries = int_slider("queries (Tq)", 1, MAX_SIDE, n_queries, name="n-queries")
-        self.n_keys = int_slider("keys (Tk)", 1, MAX_SIDE, n_keys, name="n-keys")
-        self.preset = dropdown("preset", PRESETS, preset, name="preset")
         pad_len = min(2, n_keys) if pad_len is None else pad_len
         if type(pad_len) is not int or not 0 <= pad_len <= n_keys:
             raise ValueError(f"pad_len: expected 0 to n_keys = {n_keys}, got {pad_len!r}")
-        self.pad_len = int_slider("pad length", 0, n_keys, pad_len, name="pad-len")
         # validates the seed; the mask follows the preset at the first refresh (_sync_controls)
-        (seed_slider,) = self.declare(MaskParams(mask_to_tuple(self._mask), seed))
+        start = MaskParams(mask_to_tuple(self._mask), seed)
+        controls = self.declare(
+            start, preset=preset, n_queries=n_queries, n_keys=n_keys, pad_len=pad_len
+        )
 
         cell = {"cell_size": 30, "show_numbers": True, "digits": 0, "show_colorbar": False}
-        self.mask_view = Heatmap(title="ours / SDPA: True (1) = may attend", vmin=0, vmax=1, **cell)
+        self.mask_view = self.panel(
+            "mask", Heatmap(title="ours / SDPA: True (1) = may attend", vmin=0, vmax=1, **cell)
+        )
         self.mask_view.add_class(css("panel-mask"))
-        self.additive_view = Heatmap(
-            title="additive: 0 or −∞", colormap="gray_r", vmin=0, vmax=1, **cell
+        self.additive_view = self.panel(
+            "additive",
+            Heatmap(title="additive: 0 or −∞", colormap="gray_r", vmin=0, vmax=1, **cell),
         )
         self.additive_view.add_class(css("panel-additive"))
-        self.key_padding_view = Heatmap(
-            title="key_padding_mask: True (1) = ignore", vmin=0, vmax=1, **cell
+        self.key_padding_view = self.panel(  # shown when every query hides the same keys
+            "key_padding_mask",
+            Heatmap(title="key_padding_mask: True (1) = ignore", vmin=0, vmax=1, **cell),
         )
         self.key_padding_view.add_class(css("panel-key-padding"))
-        self.valid_lens_view = Heatmap(title="valid_lens", colormap="gray_r", vmin=0, **cell)
+        self.valid_lens_view = self.panel(  # shown when each row is a prefix
+            "valid_lens", Heatmap(title="valid_lens", colormap="gray_r", vmin=0, **cell)
+        )
         self.valid_lens_view.add_class(css("panel-valid-lens"))
-        self.weights_view = Heatmap(
-            title="weights", vmin=0.0, vmax=1.0, cell_size=36, show_numbers=True
+        self.weights_view = self.panel(
+            "weights", Heatmap(title="weights", vmin=0.0, vmax=1.0, cell_size=36, show_numbers=True)
         )
         self.weights_view.add_class(css("panel-weights"))
         for view in (self.mask_view, self.additive_view, self.weights_view):
@@ -129,7 +139,6 @@ class MaskExplorer(Explorer):
             "attend to."
         )
         # the weights beside the controls, the editable mask beside them; conventions below
-        controls = [self.preset, self.n_queries, self.n_keys, self.pad_len, seed_slider]
         super().__init__(
             controls=controls,
             principal=self.weights_view,
@@ -149,7 +158,6 @@ class MaskExplorer(Explorer):
     def _sync_controls(self) -> None:
         super()._sync_controls()
         tq, tk = self.n_queries.value, self.n_keys.value
-        clamp_slider(self.pad_len, tk)
         padded = self.preset.value in ("padding", "left pad + causal")
         self.pad_len.layout.display = None if padded else "none"
         if self.preset.value == "custom":
@@ -162,9 +170,6 @@ class MaskExplorer(Explorer):
 
     def _derived_params(self) -> dict[str, Any]:
         return {"mask": mask_to_tuple(self._mask)}  # kept in step with the controls above
-
-    def _compute(self, params: MaskParams) -> MaskExploration:
-        return explore_mask(params)
 
     def _draw(self, r: MaskExploration) -> None:
         tq, tk = r.mask.shape
@@ -190,24 +195,20 @@ class MaskExplorer(Explorer):
             self.valid_lens_view.set_data(
                 r.valid_lens.T.float(), row_labels=qt, col_labels=["keys"], vmax=float(tk)
             )
-        full = int(r.fully_masked.sum())
-        lines = [
-            _tensor_text("mask", r.mask, "ours and SDPA's: True = may attend"),
-            _tensor_text("key_padding_mask", r.key_padding_mask, r.key_padding_note),
-            _tensor_text("additive", r.additive, "added to the scores before softmax"),
-            _tensor_text("valid_lens", r.valid_lens, r.valid_lens_note),
-        ]
-        if full:
-            lines.append(f"# {full} row(s) may attend to nothing: weights 0 and output 0, not NaN")
-        text = html.escape("\n".join(lines))
-        style = "font:12px/1.35 monospace;white-space:pre-wrap;margin:4px 0"
-        self.code.value = f"<pre style='{style}'>{text}</pre>"
+        self.code.value = _conventions_html(r)
 
-    def _views(self) -> dict[str, Heatmap]:
-        views = {"mask": self.mask_view, "additive": self.additive_view}
-        if self.result is not None and self.result.key_padding_mask is not None:
-            views["key_padding_mask"] = self.key_padding_view
-        if self.result is not None and self.result.valid_lens is not None:
-            views["valid_lens"] = self.valid_lens_view
-        views["weights"] = self.weights_view
-        return views
+
+def _conventions_html(r: MaskExploration) -> str:
+    """The mask in every convention, as the code that prints it."""
+    full = int(r.fully_masked.sum())
+    lines = [
+        _tensor_text("mask", r.mask, "ours and SDPA's: True = may attend"),
+        _tensor_text("key_padding_mask", r.key_padding_mask, r.key_padding_note),
+        _tensor_text("additive", r.additive, "added to the scores before softmax"),
+        _tensor_text("valid_lens", r.valid_lens, r.valid_lens_note),
+    ]
+    if full:
+        lines.append(f"# {full} row(s) may attend to nothing: weights 0 and output 0, not NaN")
+    text = html.escape("\n".join(lines))
+    style = "font:12px/1.35 monospace;white-space:pre-wrap;margin:4px 0"
+    return f"<pre style='{style}'>{text}</pre>"

@@ -30,7 +30,6 @@ from attention.explore.mask_function import (
     PRESETS,
     MaskFunctionExploration,
     MaskFunctionParams,
-    explore_mask_function,
 )
 from attention.positional import alibi_slopes
 
@@ -38,7 +37,7 @@ from ..views import Heatmap
 from ..views.style import DIVERGING_CMAP, css
 from ..views.text import translate_html
 from .base import Explorer
-from .controls import dropdown, slider
+from .controls import area, menu, slider
 
 CUSTOM = "custom (edited)"
 # monospace code, a little larger in presenter mode; an error wraps inside the column
@@ -66,6 +65,14 @@ class MaskFunctionExplorer(Explorer):
     """
 
     CONTROLS = (
+        area(  # its text is the params' source (_derived_params)
+            "code",
+            rows=7,
+            width="340px",
+            placeholder="def mask(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx",
+            param=False,
+        ),  # runs when the area loses focus, or on Run
+        menu("preset", [*PRESETS, CUSTOM], param=False),
         slider("seq_len", 2, MASK_FUNCTION_MAX_T, label="T"),
         slider("head", 0, N_HEADS - 1, label="head h"),
         slider("seed", 0, 99, label="scores' seed"),
@@ -78,33 +85,29 @@ class MaskFunctionExplorer(Explorer):
             raise ValueError(f"preset: expected one of {tuple(PRESETS)}, got {preset!r}")
         text = source if source is not None else PRESETS[preset]
         start = MaskFunctionParams(source=text, **settings)  # validates the settings
-        self.code = widgets.Textarea(
-            value=text,
-            rows=7,
-            continuous_update=False,  # runs when the area loses focus, or on Run
-            placeholder="def mask(b, h, q_idx, kv_idx):\n    return q_idx >= kv_idx",
-            layout=widgets.Layout(width="340px"),
-        )
-        self.code.add_class(css("code"))
+        controls = self.declare(start, code=text, preset=preset)
         self.run_button = widgets.Button(
             description="Run", icon="play", tooltip="evaluate the function (or click outside)"
         )
         self.run_button.add_class(css("run"))
         self.run_button.on_click(lambda _b: self.refresh())
-        self.preset = dropdown("preset", [*PRESETS, CUSTOM], preset, name="preset")
         self.preset.observe(self._preset_chosen, names="value")  # before the base's observer
         self.code.observe(self._code_edited, names="value")
-        controls = self.declare(start)
-        self.weights_view = Heatmap(
-            title="weights", vmin=0.0, vmax=1.0, show_numbers=True, panel_size=280
+        controls.insert(1, self.run_button)  # under the code
+        self.weights_view = self.panel(
+            "weights",
+            Heatmap(title="weights", vmin=0.0, vmax=1.0, show_numbers=True, panel_size=280),
         )
         self.weights_view.add_class(css("panel-weights"))
-        self.mask_view = Heatmap(
-            title="mask", vmin=0.0, vmax=1.0, show_colorbar=False, panel_size=220, digits=0
+        self.mask_view = self.panel(
+            "mask",
+            Heatmap(
+                title="mask", vmin=0.0, vmax=1.0, show_colorbar=False, panel_size=220, digits=0
+            ),
         )
         self.mask_view.add_class(css("panel-mask"))
-        self.bias_view = Heatmap(
-            title="bias", colormap=DIVERGING_CMAP, symmetric=True, panel_size=220
+        self.bias_view = self.panel(  # shown when the function returns a bias
+            "bias", Heatmap(title="bias", colormap=DIVERGING_CMAP, symmetric=True, panel_size=220)
         )
         self.bias_view.add_class(css("panel-bias"))
         self.readout = widgets.HTML()
@@ -116,7 +119,7 @@ class MaskFunctionExplorer(Explorer):
             "min, max, torch.where, torch.tanh.</div>"
         )
         super().__init__(
-            controls=[self.code, self.run_button, self.preset, *controls],
+            controls=controls,
             header=header,
             principal=self.weights_view,
             beside=[widgets.VBox([self.mask_view, self.bias_view])],
@@ -147,9 +150,6 @@ class MaskFunctionExplorer(Explorer):
     def _derived_params(self) -> dict[str, Any]:
         return {"source": self.code.value}
 
-    def _compute(self, params: MaskFunctionParams) -> MaskFunctionExploration:
-        return explore_mask_function(params)
-
     def _draw(self, r: MaskFunctionExploration) -> None:
         t = r.params.seq_len
         labels = {
@@ -173,18 +173,16 @@ class MaskFunctionExplorer(Explorer):
             self.bias_view.set_data(
                 r.bias, blocked, r.fully_masked, title=f"bias: {name}(score) − score", **labels
             )
-        doc = ", ".join(str(int(x)) for x in r.doc)
-        slope = float(alibi_slopes(N_HEADS)[r.params.head])
-        lines = [html.escape(line) for line in r.summary]
-        lines.append(
-            f"<code>doc = [{html.escape(doc)}]</code> · <code>slope[{r.params.head}] = "
-            f"{slope:g}</code>"
-        )
-        style = "font-size:13px;line-height:1.45"
-        self._readout_html = f"<div style='{style}'>" + "<br>".join(lines) + "</div>"
+        self._readout_html = _summary_html(r)
 
-    def _views(self) -> dict[str, Heatmap]:
-        views = {"weights": self.weights_view, "mask": self.mask_view}
-        if self.result is not None and self.result.bias is not None:
-            views["bias"] = self.bias_view
-        return views
+
+def _summary_html(r: MaskFunctionExploration) -> str:
+    """What the function does, the documents and the slope it read."""
+    doc = ", ".join(str(int(x)) for x in r.doc)
+    slope = float(alibi_slopes(N_HEADS)[r.params.head])
+    lines = [html.escape(line) for line in r.summary]
+    lines.append(
+        f"<code>doc = [{html.escape(doc)}]</code> · <code>slope[{r.params.head}] = {slope:g}</code>"
+    )
+    style = "font-size:13px;line-height:1.45"
+    return f"<div style='{style}'>" + "<br>".join(lines) + "</div>"

@@ -35,9 +35,6 @@ from attention.explore import (
     NeuronExploration,
     NeuronParams,
     encode_text,
-    explore_head_view,
-    explore_model_view,
-    explore_neuron,
     model_shape,
     thumbnail_maps,
 )
@@ -136,17 +133,17 @@ class ModelView(_ModelExplorer):
     def __init__(
         self, model: str = "minilm", text: str | None = None, layer: int = 0, head: int = 0
     ) -> None:
-        self.thumbs = _named(
+        self.thumbs = self.panel("thumbnails", _named(
             Heatmap(title="every head (click one)", vmin=0.0, vmax=1.0, show_colorbar=False),
             "thumbnails",
             "principal",
-        )
+        ))  # fmt: skip
         self.thumbs.on_click(self._thumb_clicked)
-        self.lines = _named(TokenLines(), "panel-lines")
-        self.matrix = _named(
+        self.lines = self.panel("lines", _named(TokenLines(), "panel-lines"))
+        self.matrix = self.panel("weights", _named(
             Heatmap(vmin=0.0, vmax=1.0, panel_size=LARGE_PX, colorbar_label="weight"),
             "panel-weights",
-        )
+        ))  # fmt: skip
         self.readout = _named(widgets.HTML(), "readout")
         self._sent: tuple[Any, ...] = ()
         body = [
@@ -161,10 +158,12 @@ class ModelView(_ModelExplorer):
     def _thumb_clicked(self, _row: int, _col: int, panel: int) -> None:
         self._pick(*divmod(panel, model_shape(self.model.value)[1]))
 
-    def _compute(self, params: ModelViewParams) -> ModelViewExploration:
-        return explore_model_view(params)
-
     def _draw(self, r: ModelViewExploration) -> None:
+        self._draw_thumbnails(r)
+        self._draw_head(r)
+        self.readout.value = _model_view_readout(r)
+
+    def _draw_thumbnails(self, r: ModelViewExploration) -> None:
         maps, (layer, head) = r.maps, (r.params.layer, r.params.head)
         titles = [f"{i}.{j}" for i in range(maps.n_layers) for j in range(maps.n_heads)]
         titles[layer * maps.n_heads + head] = f"▶{layer}.{head}"
@@ -180,7 +179,10 @@ class ModelView(_ModelExplorer):
             self._sent = key
         else:  # another head: only the marker in the titles moves
             self.thumbs.panel_titles = titles
-        label = f"layer {layer}, head {head}"
+
+    def _draw_head(self, r: ModelViewExploration) -> None:
+        """The opened head, as lines and as a matrix."""
+        maps, label = r.maps, f"layer {r.params.layer}, head {r.params.head}"
         self.lines.set_data(r.weights, maps.tokens, maps.tokens, title=label)
         self.matrix.set_data(
             r.weights,
@@ -189,16 +191,6 @@ class ModelView(_ModelExplorer):
             col_labels=maps.tokens,
             title=f"weights, {label}",
         )
-        s = r.summary
-        self.readout.value = html.escape(
-            f"{maps.name}, {maps.n_layers} layers x {maps.n_heads} heads, {maps.seq_len} tokens. "
-            f"Opened: {label}. Mean weight on token 0: {s.sink_share:.3f}, on the previous "
-            f"token: {s.previous_token:.3f}, on itself: {s.self_weight:.3f}; largest weight: "
-            f"{s.max_weight:.3f}."
-        )
-
-    def _views(self) -> dict[str, Any]:
-        return {"thumbnails": self.thumbs, "lines": self.lines, "weights": self.matrix}
 
 
 # --- the head view ------------------------------------------------------------------------------
@@ -226,13 +218,15 @@ class HeadView(_ModelExplorer):
                 raise ValueError(
                     f"query: expected -1 (none) or a token of the text in [0, {n}), got {query!r}"
                 )
-        self.strip = _named(
+        self.lines = self.panel(
+            "lines", _named(TokenLines(selected=query), "panel-lines", "principal")
+        )
+        self.lines.observe(lambda _change: self.refresh(), names="selected")
+        self.strip = self.panel("layer_heads", _named(
             Heatmap(title="this layer's heads (click one)", vmin=0.0, vmax=1.0),
             "layer-heads",
-        )
+        ))  # fmt: skip
         self.strip.on_click(lambda _row, _col, panel: self._pick(self.layer.value, panel))
-        self.lines = _named(TokenLines(selected=query), "panel-lines", "principal")
-        self.lines.observe(lambda _change: self.refresh(), names="selected")
         self.readout = _named(widgets.HTML(), "readout")
         self._sent: tuple[Any, ...] = ()
         body = [self.strip, panel_row([_scroll(self.lines, "lines-box"), self.readout])]
@@ -244,10 +238,13 @@ class HeadView(_ModelExplorer):
         t = _n_tokens(self._control_values())
         return {"query": self.lines.selected if self.lines.selected < t else -1}
 
-    def _compute(self, params: HeadViewParams) -> HeadViewExploration:
-        return explore_head_view(params)
-
     def _draw(self, r: HeadViewExploration) -> None:
+        self._draw_layer_heads(r)
+        label = f"layer {r.params.layer}, head {r.params.head}"
+        self.lines.set_data(r.weights, r.maps.tokens, r.maps.tokens, title=label)
+        self.readout.value = _head_view_readout(r)
+
+    def _draw_layer_heads(self, r: HeadViewExploration) -> None:
         maps, p = r.maps, r.params
         titles = [f"{'▶' if j == p.head else ''}head {j}" for j in range(maps.n_heads)]
         key = (maps, p.layer)
@@ -262,23 +259,6 @@ class HeadView(_ModelExplorer):
             self._sent = key
         else:
             self.strip.panel_titles = titles
-        label = f"layer {p.layer}, head {p.head}"
-        self.lines.set_data(r.weights, maps.tokens, maps.tokens, title=label)
-        s = r.summary
-        rows = [
-            ("head", label),
-            ("mean weight on token 0", f"{s.sink_share:.3f}"),
-            ("... on the previous token", f"{s.previous_token:.3f}"),
-        ]
-        if p.query >= 0:
-            rows.append((f"query {p.query} {maps.tokens[p.query]!r} reads", ""))
-            rows += [(f"  key {j} {tok!r}", f"{w:.3f}") for j, tok, w in r.top_keys]
-        else:
-            rows.append(("click a token on the left", "to list the keys it reads most"))
-        self.readout.value = table_html(rows)
-
-    def _views(self) -> dict[str, Any]:
-        return {"lines": self.lines, "layer_heads": self.strip}
 
 
 # --- the neuron view ----------------------------------------------------------------------------
@@ -308,26 +288,28 @@ class NeuronView(_ModelExplorer):
         query: int = 1,
         key: int = 0,
     ) -> None:
-        self.vectors = _named(
+        self.vectors = self.panel("vectors", _named(
             Heatmap(title="q and k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
             "panel-vectors",
             "principal",
-        )
-        self.products = _named(
+        ))  # fmt: skip
+        self.products = self.panel("products", _named(
             Heatmap(title="q * k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
             "panel-products",
-        )
-        self.pairs = SeriesChart(name="panel-pairs", width=520, height=220)
+        ))  # fmt: skip
+        self.pairs = self.panel("pairs", SeriesChart(name="panel-pairs", width=520, height=220))
         self.readout = _named(widgets.HTML(), "readout")
         body = [panel_row([widgets.VBox([self.vectors, self.products]), self.readout]), self.pairs]
         text = DEFAULT_TEXTS.get(model, "") if text is None else text
         self._start(NeuronParams(model, text, layer, head, query, key), body)
         self.refresh()
 
-    def _compute(self, params: NeuronParams) -> NeuronExploration:
-        return explore_neuron(params)
-
     def _draw(self, r: NeuronExploration) -> None:
+        self._draw_vectors_and_products(r)
+        self._draw_pairs(r)
+        self.readout.value = _neuron_readout(r)
+
+    def _draw_vectors_and_products(self, r: NeuronExploration) -> None:
         d = r.q.shape[0]
         cell = max(7, min(12, 384 // d))  # >= 7 px: the rows q and k get their labels
         if r.rope:
@@ -348,6 +330,9 @@ class NeuronView(_ModelExplorer):
             products, row_labels=["q*k"], panel_titles=sums, cell_size=cell,
             title="q * k, dimension by dimension",
         )  # fmt: skip
+
+    def _draw_pairs(self, r: NeuronExploration) -> None:
+        d = r.q.shape[0]
         x = list(range(d // 2))
         series = [{"name": "after RoPE", "values": r.pair.tolist(), "color": PALETTE[1]}]
         if r.rope:
@@ -373,22 +358,49 @@ class NeuronView(_ModelExplorer):
             x_ticks=list(range(0, d // 2, max(1, d // 16))),
             bar_mode="group",
         )
-        rows = [
-            ("layer, head", f"{r.params.layer}, {r.params.head}"),
-            ("query", f"{r.params.query} {r.query_token!r}"),
-            ("key", f"{r.params.key} {r.key_token!r}"),
-        ]
-        if r.rope:
-            rows.append(("q.k before RoPE", f"{r.score_raw:.3f}"))
-        rows += [
-            ("q.k (the score)", f"{r.score:.3f}"),
-            (f"score / sqrt({d})", f"{r.scaled:.3f}"),
-            ("weight (softmax of the row)", f"{r.weight:.4f}"),
-            ("weight in the model's map", f"{r.model_weight:.4f}"),
-        ]
-        if r.masked:
-            rows.append(("masked", "the key comes after the query: weight 0"))
-        self.readout.value = table_html(rows)
 
-    def _views(self) -> dict[str, Any]:
-        return {"vectors": self.vectors, "products": self.products, "pairs": self.pairs}
+
+def _model_view_readout(r: ModelViewExploration) -> str:
+    maps, s = r.maps, r.summary
+    label = f"layer {r.params.layer}, head {r.params.head}"
+    return html.escape(
+        f"{maps.name}, {maps.n_layers} layers x {maps.n_heads} heads, {maps.seq_len} tokens. "
+        f"Opened: {label}. Mean weight on token 0: {s.sink_share:.3f}, on the previous "
+        f"token: {s.previous_token:.3f}, on itself: {s.self_weight:.3f}; largest weight: "
+        f"{s.max_weight:.3f}."
+    )
+
+
+def _head_view_readout(r: HeadViewExploration) -> str:
+    maps, p, s = r.maps, r.params, r.summary
+    rows = [
+        ("head", f"layer {p.layer}, head {p.head}"),
+        ("mean weight on token 0", f"{s.sink_share:.3f}"),
+        ("... on the previous token", f"{s.previous_token:.3f}"),
+    ]
+    if p.query >= 0:
+        rows.append((f"query {p.query} {maps.tokens[p.query]!r} reads", ""))
+        rows += [(f"  key {j} {tok!r}", f"{w:.3f}") for j, tok, w in r.top_keys]
+    else:
+        rows.append(("click a token on the left", "to list the keys it reads most"))
+    return table_html(rows)
+
+
+def _neuron_readout(r: NeuronExploration) -> str:
+    d = r.q.shape[0]
+    rows = [
+        ("layer, head", f"{r.params.layer}, {r.params.head}"),
+        ("query", f"{r.params.query} {r.query_token!r}"),
+        ("key", f"{r.params.key} {r.key_token!r}"),
+    ]
+    if r.rope:
+        rows.append(("q.k before RoPE", f"{r.score_raw:.3f}"))
+    rows += [
+        ("q.k (the score)", f"{r.score:.3f}"),
+        (f"score / sqrt({d})", f"{r.scaled:.3f}"),
+        ("weight (softmax of the row)", f"{r.weight:.4f}"),
+        ("weight in the model's map", f"{r.model_weight:.4f}"),
+    ]
+    if r.masked:
+        rows.append(("masked", "the key comes after the query: weight 0"))
+    return table_html(rows)

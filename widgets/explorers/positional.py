@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
@@ -27,14 +26,12 @@ from attention.explore import (
     PositionalExploration,
     PositionalParams,
     ShuffleCheck,
-    explore_positional,
 )
 
 from ..views import Heatmap, SeriesChart, auto_cell_size
-from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, LABELLED_CELL_MIN, PALETTE, css
 from .base import Explorer
-from .controls import Control, check, panel_row, refuse_clamped, slider
+from .controls import check, number, panel_row, pick, slider, text
 
 SHUFFLE_MAX = 9999
 OUTPUTS_PANEL = 320  # px, panel_size of the outputs and the difference
@@ -91,24 +88,6 @@ def dim_name(i: int, d_model: int) -> str:
     return f"dim {i}: {'sin' if i % 2 == 0 else 'cos'}, period {period:.3g}"
 
 
-@dataclass(frozen=True)
-class NumberField(Control):
-    """A box to type a whole number from lo to hi in (controls.py has no such kind)."""
-
-    def build(self, value: Any, current: Any) -> widgets.BoundedIntText:
-        w = widgets.BoundedIntText(
-            value=value,
-            min=self.lo,
-            max=self.hi,
-            description=self.label,
-            style={"description_width": "initial"},
-            layout={"width": self.width or "230px"},
-        )
-        w.add_class(css(self.css_name))
-        refuse_clamped(self.field, w, value)  # the box clamps silently
-        return w
-
-
 class PositionalEncodingExplorer(Explorer):
     """The sinusoidal encoding as a heatmap and as curves, and the shuffle test.
 
@@ -118,18 +97,30 @@ class PositionalEncodingExplorer(Explorer):
         **settings: initial values of any other PositionalParams field: seq_len (1..64),
             d_model (2..128, even), add_positions, shuffle (0..9999, 0 = in order), seed.
 
-    Besides the declared controls: `dims`, a list, and `dims_text`, a field that shows them and
-    takes typed ones such as "0, 1, 32, 33"; the buttons "shuffle tokens" (a new shuffle seed)
-    and "restore order" (seed 0). `result` is the PositionalExploration of
+    Among the declared controls: `dims`, a list, and `dims_text`, a field that shows them and
+    takes typed ones such as "0, 1, 32, 33"; besides them, the buttons "shuffle tokens" (a new
+    shuffle seed) and "restore order" (seed 0). `result` is the PositionalExploration of
     `attention.explore.explore_positional`.
     """
 
     CONTROLS = (
         slider("seq_len", 1, PE_SEQ_MAX),
-        slider("d_model", 2, PE_D_MODEL_MAX),  # in steps of 2 (set below)
+        slider("d_model", 2, PE_D_MODEL_MAX, step=2),
         check("add_positions", label="add positional encoding"),
         slider("seed", 0, 99),
-        NumberField("shuffle", "shuffle seed (0 = in order)", "number", 0, SHUFFLE_MAX),
+        number("shuffle", 0, SHUFFLE_MAX, label="shuffle seed (0 = in order)"),
+        # The list scrolls its selection out of sight (dims 8, 9 below 0-3); the field always
+        # shows it, and typing "0, 1, 32, 33" is quicker than ctrl-clicking a list of 128.
+        text(
+            "dims_text",
+            label=f"curves (≤ {PE_DIMS_MAX})",
+            width="240px",
+            live=False,
+            placeholder="e.g. 0, 1, 8, 9",
+            fit_label=True,
+            param=False,
+        ),
+        pick("dims", lambda v: range(v.d_model), rows=4, width="150px"),  # follows d_model below
     )
 
     def __init__(self, *, dims: Iterable[int] | None = None, **settings: Any) -> None:
@@ -138,28 +129,7 @@ class PositionalEncodingExplorer(Explorer):
         start = PositionalParams(dims=dims, **settings)  # validates the settings
         if start.d_model % 2:
             raise ValueError(f"d_model: expected an even width, got {start.d_model}")
-        controls = self.declare(start)
-        self.d_model.step = 2
-        self.dims = widgets.SelectMultiple(
-            options=list(range(start.d_model)),
-            value=dims,
-            rows=4,
-            description="dims",
-            style={"description_width": "initial"},
-            layout={"width": "150px"},
-        )
-        self.dims.add_class(css("dims"))
-        # The list scrolls its selection out of sight (dims 8, 9 below 0-3); the field always
-        # shows it, and typing "0, 1, 32, 33" is quicker than ctrl-clicking a list of 128.
-        self.dims_text = widgets.Text(
-            value=format_dims(dims),
-            description=f"curves (≤ {PE_DIMS_MAX})",
-            placeholder="e.g. 0, 1, 8, 9",
-            continuous_update=False,
-            style={"description_width": "initial"},
-            layout={"width": "240px"},
-        )
-        self.dims_text.add_class(css("dims-text"))
+        controls = self.declare(start, dims_text=format_dims(dims))
         self._dims_text_shown = self.dims_text.value
         self.shuffle_button = widgets.Button(description="shuffle tokens", icon="random")
         self.shuffle_button.add_class(css("shuffle-button"))
@@ -168,21 +138,27 @@ class PositionalEncodingExplorer(Explorer):
         self.restore_button.add_class(css("restore-button"))
         self.restore_button.on_click(lambda _b: setattr(self.shuffle, "value", 0))
 
-        self.encoding = Heatmap(
+        self.encoding = self.panel("encoding", Heatmap(
             title="PE[position, dim]", colormap=DIVERGING_CMAP, vmin=-1.0, vmax=1.0,
             panel_size=340, colorbar_label="value",
-        )  # fmt: skip
+        ))  # fmt: skip
         self.encoding.add_class(css("encoding"))
-        self.curves = SeriesChart(name="curves", width=560, height=250, legend="right")
-        self.outputs = Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=OUTPUTS_PANEL)
+        self.outputs = self.panel(
+            "outputs", Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=OUTPUTS_PANEL)
+        )
         self.outputs.add_class(css("outputs"))
-        self.difference = Heatmap(title="|difference|", vmin=0.0, panel_size=OUTPUTS_PANEL)
+        self.difference = self.panel(
+            "difference", Heatmap(title="|difference|", vmin=0.0, panel_size=OUTPUTS_PANEL)
+        )
         self.difference.add_class(css("difference"))
+        self.curves = self.panel(
+            "curves", SeriesChart(name="curves", width=560, height=250, legend="right")
+        )
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         # one column: sliders, the shuffle, the curves' dimensions; the table beside it
         buttons = widgets.HBox([self.shuffle_button, self.restore_button])
-        controls += [buttons, self.dims_text, self.dims]
+        controls[-2:-2] = [buttons]  # under the shuffle seed, above the curves' dimensions
         body = [
             self.curves,
             self.readout,
@@ -211,25 +187,28 @@ class PositionalEncodingExplorer(Explorer):
             self.dims.value = keep
         self.dims_text.value = self._dims_text_shown = format_dims(keep)
 
-    def _derived_params(self) -> dict[str, Any]:
-        return {"dims": tuple(self.dims.value)}  # kept valid for d_model by _sync_controls
-
-    def _compute(self, params: PositionalParams) -> PositionalExploration:
-        return explore_positional(params)
-
     def shown_check(self) -> ShuffleCheck:
         """The shuffle test the panels show: with or without positions, as the toggle says."""
-        r = self.result
-        return r.with_positions if r.params.add_positions else r.without_positions
+        return _shown_check(self.result)
 
     def _draw(self, r: PositionalExploration) -> None:
+        self._draw_encoding(r)
+        self._draw_curves(r)
+        self._draw_outputs(r)
+        self._draw_difference(r)
+        self.readout.value = _readout_html(r)
+
+    def _draw_encoding(self, r: PositionalExploration) -> None:
         p = r.params
-        positions = list(range(p.seq_len))
         self.encoding.set_data(
             r.encoding,
-            row_labels=[str(i) for i in positions],
+            row_labels=[str(i) for i in range(p.seq_len)],
             col_labels=[str(j) for j in range(p.d_model)],
         )
+
+    def _draw_curves(self, r: PositionalExploration) -> None:
+        p = r.params
+        positions = list(range(p.seq_len))
         self.curves.set_data(
             positions,
             [
@@ -248,13 +227,14 @@ class PositionalEncodingExplorer(Explorer):
             y_ticks=[-1.0, -0.5, 0.0, 0.5, 1.0],
             x_range=[0.0, float(max(p.seq_len - 1, 1))],
         )
-        check = r.with_positions if p.add_positions else r.without_positions
-        order = [int(i) for i in r.permutation]
+
+    def _draw_outputs(self, r: PositionalExploration) -> None:
+        p, check = r.params, _shown_check(r)
         lim = float(check.output.abs().max())
         cell, columns = outputs_layout(p.seq_len, p.d_model)
         self.outputs.set_data(
             torch.stack([check.shuffled_output, check.permuted_output]),  # (2, T, M)
-            row_labels=[f"tok {i}" for i in order],
+            row_labels=[f"tok {int(i)}" for i in r.permutation],
             col_labels=[str(j) for j in range(p.d_model)],
             panel_titles=["attention(shuffled tokens)", "attention(tokens), rows shuffled"],
             title="self-attention output, rows = shuffled order",
@@ -263,27 +243,25 @@ class PositionalEncodingExplorer(Explorer):
             cell_size=cell,
             columns=columns,
         )
+
+    def _draw_difference(self, r: PositionalExploration) -> None:
         # Its own scale, 0 .. its max, so a real difference shows where and how much; the
         # floor keeps float noise (max ~1e-7 when only permuted) uniformly dark.
+        p, check = r.params, _shown_check(r)
         diff = (check.shuffled_output - check.permuted_output).abs()  # (T, M)
         diff_max = float(diff.max())
         self.difference.set_data(
             diff,
-            row_labels=[f"tok {i}" for i in order],
+            row_labels=[f"tok {int(i)}" for i in r.permutation],
             col_labels=[str(j) for j in range(p.d_model)],
             title=f"|difference|, max {diff_max:.2g}",
             vmax=max(diff_max, DIFF_VMAX_FLOOR),
-            cell_size=cell,
+            cell_size=outputs_layout(p.seq_len, p.d_model)[0],
         )
-        self.readout.value = _readout_html(r)
 
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "encoding": self.encoding,
-            "outputs": self.outputs,
-            "difference": self.difference,
-            "curves": self.curves,
-        }
+
+def _shown_check(r: PositionalExploration) -> ShuffleCheck:
+    return r.with_positions if r.params.add_positions else r.without_positions
 
 
 def _readout_html(r: PositionalExploration) -> str:

@@ -27,10 +27,9 @@ from attention.explore import (
     QKSpaceExploration,
     QKSpaceParams,
     encode_text,
-    explore_qk_space,
     model_shape,
-    pretrained_model,
 )
+from attention.models.cache import pretrained_model
 
 from ..views import PALETTE, Scatter
 from ..views.style import css
@@ -83,14 +82,14 @@ class QueryKeyExplorer(Explorer):
             raise ValueError(
                 f"before_rope: expected False for {model!r}, which has no RoPE, got True"
             )
-        self.space = Scatter(
+        self.space = self.panel("space", Scatter(
             group_names=["query", "key"],
             group_colors=[PALETTE[0], PALETTE[1]],
             group_shapes=["circle", "square"],
             width=SCATTER_W,
             height=SCATTER_H,
             selected=query,
-        )
+        ))  # fmt: skip
         self.space.add_class(css("panel-space"))
         self.space.observe(lambda _change: self.refresh(), names="selected")
         self.readout = widgets.HTML()
@@ -126,9 +125,6 @@ class QueryKeyExplorer(Explorer):
         return {"query": picked if 0 <= picked < t else -1}
 
     # The loop ---------------------------------------------------------------------------------
-    def _compute(self, params: QKSpaceParams) -> QKSpaceExploration:
-        return explore_qk_space(params)
-
     def _draw(self, r: QKSpaceExploration) -> None:
         p, t = r.params, len(r.tokens)
         labels = [point_label(i, tok) for i, tok in enumerate(r.tokens)]
@@ -174,6 +170,3 @@ class QueryKeyExplorer(Explorer):
             f'<div style="font-size:11px;color:#555">texts up to {QK_MAX_TOKENS} tokens; '
             "the text box reads on Enter</div>"
         )
-
-    def _views(self) -> dict[str, Any]:
-        return {"space": self.space}

@@ -27,13 +27,11 @@ from attention.explore.rope import (
     ROPE_SEQ_MAX,
     RopeExploration,
     RopeParams,
-    explore_rope,
     last_pair,
     pair_features,
 )
 
 from ..views import Heatmap, SeriesChart
-from ..views.export import Exportable
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
 from .controls import log_slider, panel_row, slider
@@ -55,7 +53,7 @@ class RopeExplorer(Explorer):
     """
 
     CONTROLS = (
-        slider("d_head", 2, ROPE_D_MAX, label="head width D"),  # in steps of 2 (set below)
+        slider("d_head", 2, ROPE_D_MAX, label="head width D", step=2),
         slider("seq_len", 2, ROPE_SEQ_MAX, label="positions T"),
         log_slider("base", *ROPE_BASE_RANGE, label="RoPE base", step=0.05),
         slider("pair", 0, lambda v: last_pair(v.d_head), label="pair i"),
@@ -66,13 +64,16 @@ class RopeExplorer(Explorer):
     def __init__(self, **settings: Any) -> None:
         start = RopeParams(**settings)  # validates the settings
         controls = self.declare(start)
-        self.d_head.step = 2
 
-        self.scores = Heatmap(
-            colormap=DIVERGING_CMAP, symmetric=True, panel_size=160, colorbar_label="q·k"
+        self.scores = self.panel(
+            "scores",
+            Heatmap(colormap=DIVERGING_CMAP, symmetric=True, panel_size=160, colorbar_label="q·k"),
         )
         self.scores.add_class(css("scores"))
-        self.pairing = Heatmap(
+        self.offsets = self.panel(
+            "by_offset", SeriesChart(name="by-offset", width=440, height=230, legend="right")
+        )
+        pairing = Heatmap(
             colormap="gray_r",
             vmin=0.0,
             vmax=2.0,
@@ -80,12 +81,19 @@ class RopeExplorer(Explorer):
             categories=[(1.0, "in the pair"), (2.0, "in the chosen pair")],
             panel_size=150,
         )
+        self.pairing = self.panel("pairing", pairing)
         self.pairing.add_class(css("pairing"))
-        self.offsets = SeriesChart(name="by-offset", width=440, height=230, legend="right")
-        self.rotation = SeriesChart(name="rotation", width=440, height=230, legend="right")
-        self.alibi = Heatmap(colormap="magma", vmax=0.0, panel_size=130, colorbar_label="bias")
+        self.rotation = self.panel(
+            "rotation", SeriesChart(name="rotation", width=440, height=230, legend="right")
+        )
+        self.alibi = self.panel(
+            "alibi", Heatmap(colormap="magma", vmax=0.0, panel_size=130, colorbar_label="bias")
+        )
         self.alibi.add_class(css("alibi"))
-        self.alibi_chart = SeriesChart(name="alibi-weights", width=440, height=230, legend="right")
+        self.alibi_chart = self.panel(
+            "alibi_weights",
+            SeriesChart(name="alibi-weights", width=440, height=230, legend="right"),
+        )
         self.readout = widgets.HTML("")
         self.readout.add_class(css("readout"))
         body = [
@@ -102,12 +110,16 @@ class RopeExplorer(Explorer):
             self.d_head.value += 1
         super()._sync_controls()
 
-    def _compute(self, params: RopeParams) -> RopeExploration:
-        return explore_rope(params)
-
     def _draw(self, r: RopeExploration) -> None:
-        p = r.params
-        t, d = p.seq_len, p.d_head
+        self.readout.value = _readout_html(r)
+        self._draw_scores(r)
+        self._draw_by_offset(r)
+        self._draw_pairing(r)
+        self._draw_rotation(r)
+        self._draw_alibi(r)  # the bias and the weights it alone gives
+
+    def _draw_scores(self, r: RopeExploration) -> None:
+        t = r.params.seq_len
         panels = [r.matched["half"], r.matched["interleaved"], r.mixed]
         self.scores.set_data(
             np.stack([s.scores.numpy() for s in panels]),  # (3, T, T)
@@ -117,6 +129,8 @@ class RopeExplorer(Explorer):
             title="rope(q, m) · rope(k, n), m = row, n = column",
             columns=3,
         )
+
+    def _draw_by_offset(self, r: RopeExploration) -> None:
         offsets = r.mixed.offsets.tolist()
         series = [
             _line(f"both {lay}", r.matched[lay].offset_mean, LAYOUT_COLORS[lay])
@@ -133,6 +147,9 @@ class RopeExplorer(Explorer):
             x_label="offset m − n",
             y_label="q·k",
         )
+
+    def _draw_pairing(self, r: RopeExploration) -> None:
+        p, d = r.params, r.params.d_head
         chosen = [pair_features(d, p.pair, lay) for lay in ROPE_LAYOUTS]
         self.pairing.set_data(
             r.pair_marks,
@@ -145,7 +162,10 @@ class RopeExplorer(Explorer):
             ),
             columns=2,
         )
-        a, b = chosen[0]
+
+    def _draw_rotation(self, r: RopeExploration) -> None:
+        p, t = r.params, r.params.seq_len
+        a, b = pair_features(p.d_head, p.pair, "half")
         theta = float(r.angles[p.pair])
         self.rotation.set_data(
             list(range(t)),
@@ -158,7 +178,9 @@ class RopeExplorer(Explorer):
             x_label="position m",
             y_label="value",
         )
-        h = p.alibi_heads
+
+    def _draw_alibi(self, r: RopeExploration) -> None:
+        h, t = r.params.alibi_heads, r.params.seq_len
         self.alibi.set_data(
             r.alibi_bias,
             masked=~r.causal,
@@ -176,17 +198,6 @@ class RopeExplorer(Explorer):
             x_label="key position n",
             y_label="weight",
         )
-        self.readout.value = _readout_html(r)
-
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "scores": self.scores,
-            "by_offset": self.offsets,
-            "pairing": self.pairing,
-            "rotation": self.rotation,
-            "alibi": self.alibi,
-            "alibi_weights": self.alibi_chart,
-        }
 
 
 def _line(name: str, values, color: str, *, dash: bool = False) -> dict:

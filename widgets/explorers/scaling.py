@@ -25,11 +25,9 @@ from attention.explore import (
     TEMPERATURE_RANGE,
     ScalingExploration,
     ScalingParams,
-    explore_scaling,
 )
 
 from ..views import SeriesChart
-from ..views.export import Exportable
 from ..views.style import css
 from .base import Explorer
 from .controls import check, log_slider, panel_row, slider, table_html
@@ -65,9 +63,15 @@ class ScalingExplorer(Explorer):
     def __init__(self, **settings: Any) -> None:
         start = ScalingParams(**settings)  # validates the settings
         controls = self.declare(start)
-        self.histogram = SeriesChart(name="histogram", width=420, height=230)
-        self.row_chart = SeriesChart(name="row-weights", width=360, height=230)
-        self.variance_chart = SeriesChart(name="variance", width=360, height=230)
+        self.histogram = self.panel(
+            "histogram", SeriesChart(name="histogram", width=420, height=230)
+        )
+        self.row_chart = self.panel(
+            "row_weights", SeriesChart(name="row-weights", width=360, height=230)
+        )
+        self.variance_chart = self.panel(
+            "variance", SeriesChart(name="variance", width=360, height=230)
+        )
         self.readout = _html("readout")
         self.var_table = _html("var-table")
         charts = panel_row([self.row_chart, self.variance_chart])
@@ -75,17 +79,14 @@ class ScalingExplorer(Explorer):
         super().__init__(controls=controls, principal=self.histogram, body=[charts, lower])
         self.refresh()
 
-    def _views(self) -> dict[str, Exportable]:
-        return {
-            "histogram": self.histogram,
-            "row_weights": self.row_chart,
-            "variance": self.variance_chart,
-        }
-
-    def _compute(self, params: ScalingParams) -> ScalingExploration:
-        return explore_scaling(params)
-
     def _draw(self, r: ScalingExploration) -> None:
+        self._draw_histogram(r)
+        self._draw_row_weights(r)
+        self._draw_variance(r)
+        self.readout.value = _readout_html(r)
+        self.var_table.value = _var_table_html(r)
+
+    def _draw_histogram(self, r: ScalingExploration) -> None:
         p, un, sc = r.params, r.unscaled, r.scaled
         edges = r.bin_edges
         centers = ((edges[:-1] + edges[1:]) / 2).tolist()
@@ -100,7 +101,10 @@ class ScalingExplorer(Explorer):
             y_label="fraction of pairs",
             x_range=[float(edges[0]), float(edges[-1])],
         )
-        keys = list(range(p.n_keys))
+
+    def _draw_row_weights(self, r: ScalingExploration) -> None:
+        un, sc = r.unscaled, r.scaled
+        keys = list(range(r.params.n_keys))
         self.row_chart.set_data(
             keys,
             [
@@ -115,6 +119,9 @@ class ScalingExplorer(Explorer):
             bar_mode="group",
             x_ticks=[float(k) for k in keys],
         )
+
+    def _draw_variance(self, r: ScalingExploration) -> None:
+        p = r.params
         self.variance_chart.set_data(
             r.d_k_grid.tolist(),
             [
@@ -150,13 +157,14 @@ class ScalingExplorer(Explorer):
             markers=[{"x": float(p.d_k), "label": f"d_k = {p.d_k}"}],
             legend="top-left",
         )
-        self.readout.value = _readout_html(r)
-        rows = [
-            ["var(q·k)"] + [f"{float(r.var_unscaled_by_d_k[d - 1]):.3g}" for d in _VAR_TABLE_D_K],
-            ["var(q·k / √d_k)"]
-            + [f"{float(r.var_scaled_by_d_k[d - 1]):.3g}" for d in _VAR_TABLE_D_K],
-        ]
-        self.var_table.value = table_html(rows, header=["d_k", *map(str, _VAR_TABLE_D_K)])
+
+
+def _var_table_html(r: ScalingExploration) -> str:
+    rows = [
+        ["var(q·k)"] + [f"{float(r.var_unscaled_by_d_k[d - 1]):.3g}" for d in _VAR_TABLE_D_K],
+        ["var(q·k / √d_k)"] + [f"{float(r.var_scaled_by_d_k[d - 1]):.3g}" for d in _VAR_TABLE_D_K],
+    ]
+    return table_html(rows, header=["d_k", *map(str, _VAR_TABLE_D_K)])
 
 
 def _bars(name: str, values, color: str) -> dict:

@@ -27,7 +27,7 @@ from attention.explore import (
 from ..views import Heatmap, TokenLines
 from ..views.style import css
 from .base import Explorer
-from .controls import int_slider, refuse_clamped, text, toggle
+from .controls import check, slider, text
 
 
 class TokenAttentionView(Explorer):
@@ -45,7 +45,11 @@ class TokenAttentionView(Explorer):
     hidden, when the view was given weights) and the head drawn.
     """
 
-    CONTROLS = (text("sentence"),)
+    CONTROLS = (
+        text("sentence"),
+        slider("head", 0, lambda v: v.n_heads - 1),  # the heads of the weights shown
+        check("show_numbers", label="show numbers", param=False),
+    )
 
     def __init__(
         self,
@@ -66,20 +70,18 @@ class TokenAttentionView(Explorer):
                 raise ValueError("tokens: required with weights (one string per query)")
             self._fixed = token_view(weights, tuple(tokens), _opt_tuple(key_tokens), head)
             n_heads = self._fixed.weights.shape[0]
-        controls = self.declare(start)
+        controls = self.declare(start, n_heads=n_heads)
         self.sentence.layout.display = "none" if self._fixed is not None else None
-        # not declared: its range is the heads of the weights shown, which no control holds
-        self.head = int_slider("head", 0, n_heads - 1, head, name="head")
-        refuse_clamped("head", self.head, head)
-        self.show_numbers = toggle("show numbers", False, name="show-numbers")
         self.lines = TokenLines(title="head 0")
         self.lines.add_class(css("panel-lines"))
-        self.heatmap = Heatmap(title="weights", vmin=0.0, vmax=1.0, panel_size=320)
+        self.heatmap = self.panel(
+            "weights", Heatmap(title="weights", vmin=0.0, vmax=1.0, panel_size=320)
+        )
         self.heatmap.add_class(css("panel-weights"))
         self.lines.observe(self._selected_changed, names="selected")
         # the controls in one row (the sentence is wide), the lines under it, the heatmap beside
         super().__init__(
-            controls=[*controls, self.head, self.show_numbers],
+            controls=controls,
             principal=self.lines,
             beside=[self.heatmap],
             controls_row=True,
@@ -89,9 +91,6 @@ class TokenAttentionView(Explorer):
 
     def _selected_changed(self, change: dict) -> None:
         self.heatmap.highlight_row = change["new"]
-
-    def _derived_params(self) -> dict[str, Any]:
-        return {"head": self.head.value}
 
     def _compute(self, params: TokensParams) -> TokenView:
         if self._fixed is not None:
@@ -112,9 +111,6 @@ class TokenAttentionView(Explorer):
             show_numbers=self.show_numbers.value,
             highlight_row=self.lines.selected,
         )
-
-    def _views(self) -> dict[str, Heatmap]:
-        return {"weights": self.heatmap}
 
 
 def _opt_tuple(x: Any) -> tuple[str, ...] | None:

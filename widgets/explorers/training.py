@@ -28,7 +28,7 @@ from ..views import Heatmap, SeriesChart
 from ..views.picture import Pictured
 from ..views.style import PALETTE, css
 from .base import Explorer
-from .controls import dropdown, menu, set_options
+from .controls import menu, steps
 
 LOSS, TRAIN_ACC, HELDOUT_ACC = "train loss", "train token acc.", "held-out exact acc."
 _COLORS = {LOSS: PALETTE[0], TRAIN_ACC: PALETTE[1], HELDOUT_ACC: PALETTE[2]}
@@ -176,11 +176,15 @@ class TrainingAttentionExplorer(Explorer):
         step: the step shown first (default: the last snapshot).
 
     `result` is the TrainingExploration of `attention.explore.explore_training` for the
-    current TrainingParams; the step slider and the layer menu are not declared, as their
-    choices come from the history.
+    current TrainingParams; the choices of the step slider and the layer menu come from the
+    history.
     """
 
-    CONTROLS = (menu("kind", [(v, k) for k, v in _KIND_LABELS.items()], label="attention"),)
+    CONTROLS = (
+        steps("step", lambda v: v.snapshot_steps, label="training step", width="300px"),
+        menu("kind", [(v, k) for k, v in _KIND_LABELS.items()], label="attention"),
+        menu("layer", lambda v: list(range(snapshot_layers(v.history, v.kind)))),
+    )
 
     def __init__(
         self,
@@ -197,49 +201,37 @@ class TrainingAttentionExplorer(Explorer):
             raise ValueError("history: no attention snapshots; train with snapshot_steps=...")
         if task is None:
             raise ValueError("task: required with a history (it labels the tokens)")
-        steps = [s.step for s in history.snapshots]
+        snapshot_steps = [s.step for s in history.snapshots]
         last = snapshot_layers(history, "cross") - 1  # the last decoder layer is the sharpest
-        start = TrainingParams(steps[-1] if step is None else step, kind, last)  # validates
+        start = TrainingParams(snapshot_steps[-1] if step is None else step, kind, last)
         history.snapshot_at(start.step)  # refuses a step with no snapshot, naming those there are
         self.history, self.task = history, task
-        controls = self.declare(start)
-        self.step = widgets.SelectionSlider(
-            options=steps,
-            value=start.step,
-            description="training step",
-            continuous_update=True,
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="300px"),
-        )
-        self.step.add_class(css("step"))
-        self.layer = dropdown("layer", list(range(last + 1)), last, name="layer")
+        controls = self.declare(start, snapshot_steps=snapshot_steps, history=history)
         self.play = widgets.Play(
-            value=self.step.index, min=0, max=len(steps) - 1, interval=700, description="play"
+            value=self.step.index,
+            min=0,
+            max=len(snapshot_steps) - 1,
+            interval=700,
+            description="play",
         )  # same start as the slider: the link copies the play's value onto the slider
         self.play.add_class(css("play"))
         widgets.jslink((self.play, "value"), (self.step, "index"))
         self.readout = widgets.HTML()
         self.readout.add_class(css("readout"))
-        self.heatmap = Heatmap(title="", vmin=0.0, vmax=1.0, panel_size=180, columns=2)
+        self.heatmap = self.panel(
+            "weights", Heatmap(title="", vmin=0.0, vmax=1.0, panel_size=180, columns=2)
+        )
         self.heatmap.add_class(css("panel-weights"))
         # the play button above (not a control the explorer watches: it moves the step slider
         # in the browser), the controls in a column, every head's weights beside them
         super().__init__(
-            controls=[self.step, *controls, self.layer],
+            controls=controls,
             principal=self.heatmap,
             beside=[self.readout],
             body=[],
             header=widgets.HBox([self.play]),
         )
         self.refresh()
-
-    def _sync_controls(self) -> None:
-        super()._sync_controls()
-        layers = range(snapshot_layers(self.history, self.kind.value))
-        set_options(self.layer, list(layers), self.layer.value)
-
-    def _derived_params(self) -> dict[str, Any]:
-        return {"step": self.step.value, "layer": self.layer.value}  # choices from the history
 
     def _compute(self, params: TrainingParams) -> TrainingExploration:
         return explore_training(params, self.history, self.task)
@@ -270,9 +262,6 @@ class TrainingAttentionExplorer(Explorer):
                 f"<b>{html.escape(per_head)}</b> (1 = perfectly sharp)"
             )
         self.readout.value = text
-
-    def _views(self) -> dict[str, Heatmap]:
-        return {"weights": self.heatmap}
 
 
 def exposure_bias_figure(result: ExposureBiasResult, title: str = "") -> Any:
