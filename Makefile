@@ -69,7 +69,7 @@ site: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m tests.browser_setup
+	$(PY) -m harness.chromium
 	$(PY) -m pytest
 
 # Present a lesson or the explorers full-screen for a projector: make classroom NB=lessons/06_masks.ipynb
@@ -144,4 +144,4 @@ test-latest:
 # MODELS wheels declare and we leave out on purpose) and imports everything the course, the
 # tests and the site need.
 check-setup: $(STAMP)
-	$(PY) -m tests.test_lock $(LOCK)
+	$(PY) -m tests.project.test_lock $(LOCK)

@@ -4,7 +4,7 @@ nbval runs every code cell of lessons/*.ipynb as a test item and holds the cell'
 `item.test_outputs`. This plugin stores them per notebook for the session (fixture
 `lesson_outputs`: path -> {cell number: (outcome, outputs)}), and moves each test marked
 `lesson_outputs` (parametrized by `lesson`, a path) to just after that lesson's last cell, so a
-test such as tests/test_prose_numbers.py reads the run instead of executing the lesson again.
+test such as tests/site/test_prose_numbers.py reads the run instead of executing the lesson again.
 """
 
 import os
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-# The Chinese lessons share the English lessons' code cells (tests/test_translations.py proves
+# The Chinese lessons share the English lessons' code cells (tests/site/test_translations.py proves
 # it), so nbval runs only these of them end to end; the others are checked structurally and
-# their prose numbers against the English run (tests/test_prose_numbers.py).
+# their prose numbers against the English run (tests/site/test_prose_numbers.py).
 ZH_EXECUTED = {"04_scaled_dot_product.ipynb", "06_masks.ipynb"}
 
 

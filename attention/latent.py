@@ -17,7 +17,7 @@ latents. That is multi-query attention with one shared key [c ; k_rope] and valu
     q_lat_h = [q_nope_h W_uk_h^T ; q_rope_h]       (B, H, Tq, R + Dr)
     o_lat_h = softmax(q_lat_h [c ; k_rope]^T / sqrt(Dn + Dr)) c      (B, H, Tq, R)
     o_h     = o_lat_h W_uv_h                       (B, H, Tq, Dv)
-Both forms give the same output (tests/test_latent.py). DeepSeek also compresses the queries
+Both forms give the same output (tests/core/test_latent.py). DeepSeek also compresses the queries
 (q_lora_rank) and normalises c (RMSNorm); both leave the cache as it is and are left out here.
 Cache per token and layer: R + Dr numbers (DeepSeek-V3: 512 + 64), against 2 H D for MHA.
 """

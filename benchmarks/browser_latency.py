@@ -4,7 +4,7 @@
                                          [--switch-cells] [--voila] [--quick-release]
 
 Measures, in one run on one server and one browser (the same set-up as the browser tests,
-tests/browser/harness.py):
+harness/__init__.py):
   bare      slider -> text label: the floor of any widget that goes through the kernel
   naive     `interactive` + a fresh inline matplotlib 8x8 heatmap per move (the tutorial way)
   explorer  widgets.AttentionExplorer at seq_len 8 and at seq_len 64 (all panels shown), for
@@ -50,8 +50,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make `tests` and `widgets` importable
 
-from tests.browser import harness  # noqa: E402
-from tests.browser_setup import unavailable_reason  # noqa: E402
+import harness  # noqa: E402
+from harness.chromium import unavailable_reason  # noqa: E402
 
 NOTEBOOK = "bench_latency.ipynb"
 VIEWPORT = {"width": 1400, "height": 1400}  # the 64-token explorer fits, so it is painted

@@ -11,7 +11,7 @@ teacher projects (a class follows one lesson; it must show the attention explore
 before the first page is asked for), then opens N pages at once in one headless Chromium, each
 in its own browser context (its own cookies: N students): each request goes out as soon as the
 previous one has its first response bytes, so all are under way within a fraction of a second.
-A page is live when its cells and every explorer are shown (as tests/browser/harness.py waits
+A page is live when its cells and every explorer are shown (as harness/__init__.py waits
 for a widget: by its CSS class, visible); each page notes the moment itself.
 
 Then `--movers` of the pages press the seed slider of their attention explorer together, round
@@ -53,10 +53,9 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make `tests`, `widgets`, `benchmarks` importable
 
+import harness  # noqa: E402
 from benchmarks.browser_latency import ALL_PANELS  # noqa: E402
-from tests.browser import harness  # noqa: E402
-from tests.browser.cases import GALLERY  # noqa: E402
-from tests.browser_setup import unavailable_reason  # noqa: E402
+from harness.chromium import unavailable_reason  # noqa: E402
 from widgets import registry  # noqa: E402
 from widgets.classroom import voila_env  # noqa: E402
 
@@ -496,7 +495,7 @@ def run(
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
         root = harness.prepare_root(Path(tmp) / "root")
-        notebook = root / (lesson or GALLERY)
+        notebook = root / (lesson or harness.GALLERY)
         if without_models:
             notebook = write_without_models(notebook)
         explorers = explorer_classes(notebook)
@@ -589,7 +588,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"classroom benchmark skipped: {reason}")
         return 0
     mode = "no pool" if args.no_preheat else f"--preheat {args.pages}"
-    what = f"{GALLERY} without the real models' explorers" if args.without_models else GALLERY
+    what = (
+        f"{harness.GALLERY} without the real models' explorers"
+        if args.without_models
+        else harness.GALLERY
+    )
     what = args.lesson or what
     print(f"Classroom: {args.pages} pages of {what} at once in one headless Chromium, "
           f"classroom command ({mode}, --max-kernels {args.pages})", flush=True)  # fmt: skip
@@ -597,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.server_alone:
         with tempfile.TemporaryDirectory(prefix="classroom-alone-") as tmp:
             root = harness.prepare_root(Path(tmp) / "root")
-            notebook = root / (args.lesson or GALLERY)
+            notebook = root / (args.lesson or harness.GALLERY)
             if args.without_models:
                 notebook = write_without_models(notebook)
             print("\n".join(server_alone(args.pages, notebook, Path(tmp))), flush=True)

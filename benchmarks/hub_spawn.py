@@ -3,7 +3,7 @@
     sudo .venv/bin/python benchmarks/hub_spawn.py [--students 10] [--lesson LESSON]
                                                  [--node-gib 8 16 32 64] [--peak-mib 1536]
 
-Makes N student accounts and starts the hub (tests/browser/hub_class.py, the same set-up as
+Makes N student accounts and starts the hub (harness/hub_class.py, the same set-up as
 tests/browser/test_hub.py: PAM logins, one OS user and one Jupyter server per student), then,
 in one headless Chromium with a browser context per student, all at once:
   1. every student logs in with the login form; their server starts and JupyterLab shows
@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.browser import harness  # noqa: E402
-from tests.browser.hub_class import Class, Student  # noqa: E402
+import harness  # noqa: E402
+from harness.hub_class import Class, Student  # noqa: E402
 
 LESSON = "lessons/04_scaled_dot_product.ipynb"
 READY_CLASS = "ac-attention-explorer"  # the lesson is live when its explorer shows

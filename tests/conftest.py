@@ -7,7 +7,7 @@ build or a browser test starts a kernel (they inherit the variable), and removes
 
 The site build:
 
-tests/test_site.py checks a site built from every lesson, and building it executes each lesson
+tests/site/test_site.py checks a site built from every lesson, and building it executes each lesson
 in a kernel: minutes. Much of the suite keeps only one of the machine's two cores busy (pytest
 itself, or the one kernel nbval drives), so the build starts right after collection, in a
 background process of its own (`python -m site_builder`, one kernel at a time, one torch
@@ -15,7 +15,7 @@ thread, at a lower priority than the tests); test_site's checks are moved to the
 run, and its `built` fixture waits for the build and reads its JSON report. Measured on fresh
 clones: started at collection, pytest took 22 min 49 s; started after the browser tests (which
 keep both cores busy), 23 min 45 s, with three fewer lessons re-run by keyboard cases. Run on
-its own (`pytest tests/test_site.py`) the build is the same and starts at once.
+its own (`pytest tests/site/test_site.py`) the build is the same and starts at once.
 """
 
 from __future__ import annotations

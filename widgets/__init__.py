@@ -29,7 +29,7 @@ from .registry import explorer_modules
 # Each public name and the module it comes from. They are imported when first used (PEP 562),
 # not with the package: `python -m widgets.classroom` (the Voilà server) and
 # `python -m widgets.setup_lab` then start without torch and the explorers, which only the
-# kernels run (tests/test_classroom.py checks that the server's import leaves torch out).
+# kernels run (tests/project/test_classroom.py checks that the server's import leaves torch out).
 # The explorers come from widgets/registry.py, the one list of them.
 _OTHERS = {
     "palette": ".explorers.base",

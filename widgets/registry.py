@@ -6,13 +6,13 @@ attention/explore/<stem>.py feeds the widget in widgets/explorers/<stem>.py), th
 lessons that build it, and what it shows. Read by `widgets` and `widgets.explorers` (their
 public names), by widgets.explorers.base (each explorer's CSS class, export prefix and the
 function its refresh computes), by the tests (parametrised over EXPLORERS; the principal panels
-of tests/test_accessibility.py), by the classroom gallery lessons/explorers.ipynb (written from
-it: `make gallery`, and a test checks it is current) and by the tests that check
+of tests/explorers/test_accessibility.py), by the classroom gallery lessons/explorers.ipynb
+(written from it: `make gallery`, and a test checks it is current) and by the tests that check
 lessons/README.md and the lessons against it.
 
 Adding an explorer: its pure function in attention/explore/<stem>.py, its explorer in
-widgets/explorers/<stem>.py, one table in explorers.toml, and its lesson (tests/test_registry.py
-adds a toy one exactly so).
+widgets/explorers/<stem>.py, one table in explorers.toml, and its lesson
+(tests/explorers/test_registry.py adds a toy one exactly so).
 
 This module imports nothing heavy (no torch, no ipywidgets; `explore_function` imports the
 explore module when asked): the classroom server reads it.

@@ -313,7 +313,7 @@ def resume_logit_diff(
     layer L leaves them as they were. Only the logits of the answer and the alternative are
     computed (their difference is one dot product with the difference of two rows of the
     output layer).
-    Equal to model(ids, hooks=...) run whole (tests/test_interventions.py checks it).
+    Equal to model(ids, hooks=...) run whole (tests/models/test_interventions.py checks it).
     """
     if not model.causal or not model.rotary:
         raise ValueError(

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
+import harness
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
-GALLERY = "lessons/explorers.ipynb"
+GALLERY = harness.GALLERY
 # Lessons 4, 6, 13, 14 and 17's explorers on one page, as the lessons open them (nearly: its
 # first cell says how), so that their cases share one run instead of rerunning five lessons.
 LESSON_EXPLORERS = "lesson_explorers.ipynb"

@@ -2,7 +2,7 @@
 
 Every test here that drives Chromium is marked ``browser``. Without /usr/bin/chromium or
 playwright they are all skipped with a message saying how to enable them (``python -m
-tests.browser_setup``); ``pytest -m "not browser"`` leaves them out on purpose.
+harness.chromium``); ``pytest -m "not browser"`` leaves them out on purpose.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
-from tests.browser_setup import unavailable_reason
+import harness
+from harness.chromium import unavailable_reason
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

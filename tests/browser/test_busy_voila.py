@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
-from tests.browser_setup import CHROMIUM
+import harness
+from harness.chromium import CHROMIUM
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attention import language
-from tests.browser.test_heatmap_canvas import _on_blank_page
+from tests.browser.blank_page import on_blank_page
 from widgets.views.heatmap import Heatmap
 from widgets.views.style import esm
 
@@ -72,7 +72,7 @@ def test_a_chinese_heatmap_draws_its_glyphs(chromium, tmp_path, monkeypatch):
     state["values"] = {"shape": list(hm.values.shape), "dtype": "float32"}
     state["masked"] = {"shape": list(hm.masked.shape), "dtype": "bool"}
     state["title_font"] = "bold 13px sans-serif"
-    found = _on_blank_page(
+    found = on_blank_page(
         chromium,
         tmp_path,
         _RENDER_JS,

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.browser import harness
+import harness
 from tests.browser.cases import EXPLORER_CASES, operate_explorer
 
 pytestmark = pytest.mark.browser

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
+import harness
 from tests.browser.cases import GALLERY
 from widgets import registry
 

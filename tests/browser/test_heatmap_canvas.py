@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.browser.blank_page import on_blank_page
 from widgets.views.heatmap import Heatmap
 from widgets.views.style import MASKED_FACE, MASKED_HATCH, TEXT, esm, lut_rgb
 from widgets.views.token_lines import TokenLines
@@ -32,19 +33,6 @@ _RENDER_JS = """async ([src, state, data, probe]) => {
 }"""
 
 
-def _on_blank_page(chromium, tmp_path, script: str, args: list) -> dict:
-    """Evaluate `script` (given `args`) in a blank page with a <div id="el"> at scale 1."""
-    page_html = tmp_path / "page.html"
-    page_html.write_text("<!doctype html><body style='margin:0'><div id='el'></div></body>")
-    context = chromium.new_context(device_scale_factor=1)
-    try:
-        page = context.new_page()
-        page.goto(page_html.as_uri())
-        return page.evaluate(script, args)
-    finally:
-        context.close()
-
-
 def _draw_in_chromium(chromium, tmp_path, hm: Heatmap, probe: str) -> dict:
     """Render `hm` with the real module in a blank page; return what the JS `probe` returns."""
     state = {k: v for k, v in hm.get_state().items() if not isinstance(v, dict)}
@@ -53,7 +41,7 @@ def _draw_in_chromium(chromium, tmp_path, hm: Heatmap, probe: str) -> dict:
     if hm.masked is not None:
         state["masked"] = {"shape": list(hm.masked.shape), "dtype": "bool",
                            "data": hm.masked.reshape(-1).astype(int).tolist()}  # fmt: skip
-    return _on_blank_page(chromium, tmp_path, _RENDER_JS, [esm("heatmap"), state, data, probe])
+    return on_blank_page(chromium, tmp_path, _RENDER_JS, [esm("heatmap"), state, data, probe])
 
 
 def test_canvas_colour_bar_pixels_span_the_grid(chromium, tmp_path):
@@ -231,7 +219,7 @@ def _draw_lines_in_chromium(chromium, tmp_path, tl: TokenLines) -> dict:
     state = {k: v for k, v in tl.get_state().items() if not isinstance(v, dict)}
     state["weights"] = {"shape": list(tl.weights.shape), "dtype": "float32"}
     data = tl.weights.reshape(-1).tolist()
-    return _on_blank_page(chromium, tmp_path, _LINES_JS, [esm("token_lines"), state, data])
+    return on_blank_page(chromium, tmp_path, _LINES_JS, [esm("token_lines"), state, data])
 
 
 def test_token_lines_draw_from_their_own_module(chromium, tmp_path):

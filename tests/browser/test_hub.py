@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+import harness
 import hub.__main__ as hub_main
+from harness.hub_class import Class, Student
 from hub.__main__ import nbgitpuller_link
 from hub.students import (
     PY_VERSION,
@@ -34,8 +36,6 @@ from hub.students import (
     remove_students,
     student_python,
 )
-from tests.browser import harness
-from tests.browser.hub_class import Class, Student
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
+import harness
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

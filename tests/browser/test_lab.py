@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.browser import harness
+import harness
 from tests.browser.cases import ExplorerCase, explorer_params, notebook_params, operate_explorer
 from tests.browser.conftest import HeldRun
 

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.browser import harness
+import harness
 
 pytestmark = pytest.mark.browser
 

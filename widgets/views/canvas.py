@@ -55,7 +55,7 @@ def js_words() -> dict[str, str]:
 
     Each phrase is looked up as it is written, placeholders and all, in the language's catalog
     (attention/language/<lang>.toml); one without an entry stays English (the JavaScript then
-    writes its own text) and is listed by tests/test_explorers_zh.py.
+    writes its own text) and is listed by tests/explorers/test_explorers_zh.py.
     """
     if lang.language() == "en":
         return {}

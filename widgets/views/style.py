@@ -29,7 +29,7 @@ CVD_SWAP = {"RdBu_r": "PuOr_r"}
 (Machado et al. 2009, full severity), RdBu_r's dark red and dark blue ends come within
 CIELAB dE 35 of each other for a protanope (54 for a deuteranope); PuOr_r's ends stay 76-79
 apart for both, the red-green deficiencies that make up nearly all colour blindness (46 for
-the rare tritanope). tests/test_accessibility.py computes this; the sequential default,
+the rare tritanope). tests/explorers/test_accessibility.py computes this; the sequential default,
 viridis, is already safe."""
 
 PRESENTER_ZOOM = 1.35

@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 2 (checked by attention.exercises.lesson02).
 
 Lesson 2 (attention as weighted averaging) shows the same code in hidden cells tagged `solution`
-and runs its checker on it; tests/test_solution_copies.py keeps the two equal.
+and runs its checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import torch

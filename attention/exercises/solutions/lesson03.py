@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 3 (checked by attention.exercises.lesson03).
 
 Lesson 3 (scoring functions) shows the same code in hidden cells tagged `solution` and runs its
-checker on it; tests/test_solution_copies.py keeps the two equal.
+checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import math

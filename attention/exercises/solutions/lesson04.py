@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 4 (checked by attention.exercises.lesson04).
 
 Lesson 4 (scaled dot-product attention) shows the same code in hidden cells tagged `solution`
-and runs its checker on it; tests/test_solution_copies.py keeps the two equal.
+and runs its checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import math

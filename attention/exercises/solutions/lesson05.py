@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 5 (checked by attention.exercises.lesson05).
 
 Lesson 5 (why divide by sqrt(d_k)) shows the same code in hidden cells tagged `solution` and
-runs its checker on it; tests/test_solution_copies.py keeps the two equal.
+runs its checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import torch

@@ -1,8 +1,8 @@
 """Reference solutions to the exercises of lesson 6 (checked by attention.exercises.lesson06).
 
 Lesson 6 (masks) shows the same code in hidden cells tagged `solution` and runs its checker on
-it; tests/test_solution_copies.py keeps the two equal. The core (`import attention as A`) has
-the same operations, tested against torch.
+it; tests/exercises/test_solution_copies.py keeps the two equal. The core
+(`import attention as A`) has the same operations, tested against torch.
 """
 
 from __future__ import annotations

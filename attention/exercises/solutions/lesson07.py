@@ -1,10 +1,10 @@
 """Reference solutions to the exercises of lesson 7 (checked by attention.exercises.lesson07).
 
 Lesson 7 (self-attention) shows the same code in hidden cells tagged `solution` and runs its
-checker on it; tests/test_solution_copies.py keeps the two equal. The core
+checker on it; tests/exercises/test_solution_copies.py keeps the two equal. The core
 (`import attention as A`) has the same operations, tested against torch. The pooling layers are
 modules there too (`attention.MemorySlots`, `attention.TanhAttention`), tested in
-tests/test_pooling.py.
+tests/core/test_pooling.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 9 (checked by attention.exercises.lesson09).
 
 Lesson 9 (positional encoding) shows the same code in hidden cells tagged `solution` and runs
-its checker on it; tests/test_solution_copies.py keeps the two equal. The core
+its checker on it; tests/exercises/test_solution_copies.py keeps the two equal. The core
 (`import attention as A`) has the same operations, tested against torch.
 """
 

@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 13 (checked by attention.exercises.lesson13).
 
 Lesson 13 (FlashAttention) shows the same code in hidden cells tagged `solution` and runs its
-checker on it; tests/test_solution_copies.py keeps the two equal.
+checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 14 (checked by attention.exercises.lesson14).
 
 Lesson 14 (KV cache, MQA and GQA) shows the same code in hidden cells tagged `solution` and runs
-its checker on it; tests/test_solution_copies.py keeps the two equal.
+its checker on it; tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import math

@@ -1,7 +1,8 @@
 """Reference solutions to the exercises of lesson 15 (checked by attention.exercises.lesson15).
 
 Lesson 15 (RoPE, windows and sinks, ALiBi, perplexity) shows the same code in hidden cells
-tagged `solution` and runs its checker on it; tests/test_solution_copies.py keeps the two equal.
+tagged `solution` and runs its checker on it; tests/exercises/test_solution_copies.py keeps the
+two equal.
 """
 
 import math

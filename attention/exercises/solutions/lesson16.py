@@ -1,8 +1,9 @@
 """Reference solutions to lesson 16, your own SmolLM2 (checked by attention.exercises.lesson16).
 
 Each lesson shows the same code in a hidden cell tagged `solution`;
-tests/test_solution_copies.py keeps the two equal. The layer, the block and the output layer
-call the other pieces through `f` (a Pieces: yours, or the course's where yours is unfinished);
+tests/exercises/test_solution_copies.py keeps the two equal. The layer, the block and the output
+layer call the other pieces through `f` (a Pieces: yours, or the course's where yours is
+unfinished);
 the generation loop runs `decoder_forward` with a cache and picks each token with `sample_next`.
 """
 

@@ -1,7 +1,7 @@
 """Reference solutions to the exercises of lesson 20 (checked by attention.exercises.lesson20).
 
 The lesson shows the same code in hidden cells tagged `solution`;
-tests/test_solution_copies.py keeps the two equal.
+tests/exercises/test_solution_copies.py keeps the two equal.
 """
 
 import torch

@@ -12,9 +12,9 @@ copies, with their rows reordered, because the GGUF file (and the course) order 
 q/k rows for RoPE's interleaved pairs (2i, 2i + 1) while transformers' Llama rotates halves
 (i, i + D/2). That is the reordering transformers itself applies when it reads a GGUF file.
 
-It checks the computation, not the reading of the file: tests/test_reference.py checks that
+It checks the computation, not the reading of the file: tests/models/test_pretrained.py checks that
 its logits equal those of transformers' model loaded from the GGUF file by transformers' own
-reader, and tests/test_pretrained.py that the weights are the same, bit for bit.
+reader, and tests/models/test_pretrained.py that the weights are the same, bit for bit.
 """
 
 from __future__ import annotations

@@ -455,7 +455,8 @@ def composition_score(w_a: Tensor, w_b: Tensor) -> Tensor:
 
     Elhage et al. (2021): w_b is an earlier head's W_OV, w_a a later head's W_QK (K-composition),
     W_QK.T (Q-composition) or W_OV (V-composition). Random matrices of the toy's size already
-    score about 0.18 (tests/test_induction.py): a score means something against that baseline.
+    score about 0.18 (tests/models/test_induction.py): a score means something against that
+    baseline.
     """
     return torch.linalg.norm(w_a @ w_b) / (torch.linalg.norm(w_a) * torch.linalg.norm(w_b))
 

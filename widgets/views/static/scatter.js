@@ -366,5 +366,5 @@ function pointsText(name, st, names, w, words = null) {
   return { text, head, rows, caption: `${name}: ${part}` };
 }
 
-export { placeLabels }; // for tests/test_scatter_view.py, run by node
+export { placeLabels }; // for tests/views/test_scatter.py, run by node
 export default { render };

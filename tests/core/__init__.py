@@ -1,0 +1,1 @@
+"""The core (attention/*.py) against torch and hand computations; its error messages."""

@@ -1,0 +1,1 @@
+"""The lessons' longer experiments (attention/experiments)."""

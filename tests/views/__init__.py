@@ -1,0 +1,1 @@
+"""The drawing components (widgets/views) and their JavaScript, headless."""
