@@ -130,8 +130,7 @@ def check_attention_inputs(
         grouped = x.dim() == 4 and x.shape[0] == lead[0]  # (B, Hkv, Tk, D): maybe fewer heads
         if tuple(x.shape[:-2]) != tuple(lead) and not grouped:
             raise ValueError(
-                f"{name}: leading dims {shape_str(x.shape[:-2])} must equal query's "
-                f"{shape_str(lead)}"
+                f"{name}: leading dims {shape_str(x.shape[:-2])} must equal query's {tuple(lead)}"
             )
     if value.shape[:-2] != key.shape[:-2]:
         raise ValueError(

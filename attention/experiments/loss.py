@@ -17,7 +17,7 @@ from torch import Tensor
 from ..masks import causal_mask, sliding_window_mask
 from ..models.cache import pretrained_model
 from ..models.pretrained import DECODER, perplexity, token_losses
-from ..sandbox.limits import check_int
+from ..sandbox.limits import check_choice, check_int
 
 __all__ = ["LOSS_MASKS", "LossParams", "LossResult", "loss_mask", "text_loss"]
 
@@ -41,8 +41,7 @@ class LossParams:
 
     def __post_init__(self) -> None:
         check_int("max_tokens", self.max_tokens, 2, 1024)
-        if self.mask not in LOSS_MASKS:
-            raise ValueError(f"mask: expected one of {list(LOSS_MASKS)}, got {self.mask!r}")
+        check_choice("mask", self.mask, LOSS_MASKS)
         check_int("window", self.window, 1, 1024)
         check_int("sinks", self.sinks, 0, 1024)
 

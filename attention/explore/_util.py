@@ -11,9 +11,17 @@ from functools import lru_cache
 import torch
 
 from ..multihead import MultiHeadAttention
-from ..sandbox.limits import check_bool, check_int, one_thread
+from ..sandbox.limits import check_bool, check_choice, check_int, one_thread
 
-__all__ = ["MAX_LEN", "MAX_WIDTH", "check_bool", "check_int", "one_thread", "seeded_mha"]
+__all__ = [
+    "MAX_LEN",
+    "MAX_WIDTH",
+    "check_bool",
+    "check_choice",
+    "check_int",
+    "one_thread",
+    "seeded_mha",
+]
 
 MAX_LEN = 64  # longest query or key sequence the attention, mask and token explorers offer
 MAX_WIDTH = 256  # widest d_k / d_model they offer

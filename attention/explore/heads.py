@@ -14,7 +14,7 @@ from torch import Tensor
 from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
 from ..multihead import divisors
-from ._util import check_int, seeded_mha
+from ._util import check_choice, check_int, seeded_mha
 
 __all__ = [
     "HEADS_BATCH_MAX",
@@ -51,8 +51,7 @@ class HeadsParams:
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model, 1, max(HEADS_D_MODELS))
-        if self.d_model not in HEADS_D_MODELS:
-            raise ValueError(f"d_model: expected one of {list(HEADS_D_MODELS)}, got {self.d_model}")
+        check_choice("d_model", self.d_model, HEADS_D_MODELS)
         check_int("n_heads", self.n_heads, 1, HEADS_MAX)
         check_divisible("d_model", self.d_model, self.n_heads)
         check_int("seq_len", self.seq_len, 1, HEADS_SEQ_MAX)
@@ -137,32 +136,11 @@ def _explore_heads(p: HeadsParams) -> HeadsExploration:
         ("concat = heads.reshape(B, T, M)", (b, t, m)),
         ("output = concat W_o", (b, t, m)),
     )
-    right_token, right_chunk = _right_sources(h, t)
-    wrong_token, wrong_chunk = _wrong_sources(h, t)
-    right = HeadsPath(
-        q=res.q,
-        k=res.k,
-        v=res.v,
-        weights=res.weights,
-        heads=res.heads,
-        concat=res.concat,
-        output=res.output,
-        shapes=right_shapes,
-        source_token=right_token,
-        source_chunk=right_chunk,
-    )
-    wrong = HeadsPath(
-        q=wq,
-        k=wk,
-        v=wv,
-        weights=att.weights,
-        heads=att.output,
-        concat=wrong_concat,
-        output=wrong_output,
-        shapes=wrong_shapes,
-        source_token=wrong_token,
-        source_chunk=wrong_chunk,
-    )
+    # in HeadsPath's order: q, k, v, weights, heads, concat, output
+    right_tensors = (res.q, res.k, res.v, res.weights, res.heads, res.concat, res.output)
+    wrong_tensors = (wq, wk, wv, att.weights, att.output, wrong_concat, wrong_output)
+    right = HeadsPath(*right_tensors, right_shapes, *_right_sources(h, t))
+    wrong = HeadsPath(*wrong_tensors, wrong_shapes, *_wrong_sources(h, t))
     return HeadsExploration(
         params=p,
         x=x,

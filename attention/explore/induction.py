@@ -75,16 +75,10 @@ class InductionParams:
         return InductionTask(self.vocab, self.min_repeat, self.max_repeat)
 
     def config(self) -> InductionConfig:
-        return InductionConfig(
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            positions=self.positions,
-            layer_norm=self.layer_norm,
-            mlp=self.mlp,
-            lr=float(f"{self.lr:.3g}"),  # a log slider's value comes back from the browser
-            # as 0.0030000000000000005: 3 digits keep one setting one run
-            seed=self.seed,
-        )
+        same = ("n_layers", "n_heads", "positions", "layer_norm", "mlp", "seed")
+        # a log slider's lr comes back from the browser as 0.0030000000000000005: 3 digits keep
+        # one setting one run
+        return InductionConfig(**{n: getattr(self, n) for n in same}, lr=float(f"{self.lr:.3g}"))
 
     @property
     def ablate_head(self) -> tuple[int, int] | None:

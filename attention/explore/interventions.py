@@ -23,7 +23,7 @@ from torch import Tensor
 
 from ..models import interventions as iv
 from ..models.cache import pretrained_model
-from ._util import one_thread
+from ._util import check_choice, one_thread
 
 __all__ = [
     "PatchingExploration",
@@ -99,8 +99,7 @@ def patching_table(
     """SmolLM2 on one kind's pairs: the layers from first_layer on patched (before 14 none
     moves the answer: benchmarks/head_sweep.py), the heads of the n_head_layers layers with
     the largest median effect patched one at a time (cached per kernel; seconds)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {list(KINDS)}, got {kind!r}")
+    check_choice("kind", kind, KINDS)
     model, tok = pretrained_model("smollm2")
     batch = iv.encode_pairs(tok, [p for p in iv.load_minimal_pairs() if p.kind == kind])
     with one_thread(), torch.no_grad():
@@ -227,8 +226,7 @@ def rollout_length(model_name: str, text: str) -> int:
 
 def explore_rollout(params: RolloutParams) -> RolloutExploration:
     """Raw attention of one query at one layer against the rollout through that layer."""
-    if params.model not in ROLLOUT_MODELS:
-        raise ValueError(f"model: expected one of {list(ROLLOUT_MODELS)}, got {params.model!r}")
+    check_choice("model", params.model, ROLLOUT_MODELS)
     if not params.text.strip():
         raise ValueError("text: expected some words, got an empty text")
     if len(params.text) > MAX_ROLLOUT_CHARS:

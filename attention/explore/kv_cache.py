@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .._checks import divisors
 from ..memory import kv_cache_bytes
-from ._util import check_int
+from ._util import check_choice, check_int
 
 __all__ = [
     "KV_DTYPES",
@@ -103,8 +103,7 @@ class KVCacheParams:
         check_int("d_head", self.d_head, 1, KV_D_HEAD_MAX)
         check_int("seq_len", self.seq_len, 1, KV_CONTEXT_MAX)
         check_int("batch", self.batch, 1, KV_BATCH_MAX)
-        if self.dtype not in KV_DTYPES:
-            raise ValueError(f"dtype: expected one of {list(KV_DTYPES)}, got {self.dtype!r}")
+        check_choice("dtype", self.dtype, KV_DTYPES)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from torch import Tensor
 from .._checks import divisors
 from ..latent import MultiHeadLatentAttention
 from ..memory import kv_cache_bytes, mla_cache_bytes
-from ._util import check_int
+from ._util import check_choice, check_int
 from .kv_cache import KV_CONTEXTS, KV_DTYPES
 
 __all__ = ["LatentExploration", "LatentParams", "explore_latent"]
@@ -77,14 +77,11 @@ class LatentParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.config not in MLA_PRESETS:
-            raise ValueError(f"config: expected one of {list(MLA_PRESETS)}, got {self.config!r}")
+        check_choice("config", self.config, MLA_PRESETS)
         check_int("kv_rank", self.kv_rank, 1, LATENT_RANKS[-1])
-        if self.kv_rank not in LATENT_RANKS:
-            raise ValueError(f"kv_rank: expected one of {list(LATENT_RANKS)}, got {self.kv_rank}")
+        check_choice("kv_rank", self.kv_rank, LATENT_RANKS)
         check_int("d_rope", self.d_rope, 1, ROPE_WIDTHS[-1])
-        if self.d_rope not in ROPE_WIDTHS:
-            raise ValueError(f"d_rope: expected one of {list(ROPE_WIDTHS)}, got {self.d_rope}")
+        check_choice("d_rope", self.d_rope, ROPE_WIDTHS)
         h = MLA_PRESETS[self.config].n_heads
         check_int("n_kv_heads", self.n_kv_heads, 1, h)
         if h % self.n_kv_heads:
@@ -93,10 +90,8 @@ class LatentParams:
                 f"choose n_kv_heads from {divisors(h)}"
             )
         check_int("seq_len", self.seq_len, 1, KV_CONTEXTS[-1])
-        if self.seq_len not in KV_CONTEXTS:
-            raise ValueError(f"seq_len: expected one of {list(KV_CONTEXTS)}, got {self.seq_len}")
-        if self.dtype not in KV_DTYPES:
-            raise ValueError(f"dtype: expected one of {list(KV_DTYPES)}, got {self.dtype!r}")
+        check_choice("seq_len", self.seq_len, KV_CONTEXTS)
+        check_choice("dtype", self.dtype, KV_DTYPES)
         check_int("toy_rank", self.toy_rank, 1, TOY_RANK_MAX)
         check_int("seed", self.seed, 0, 2**31 - 1)
 

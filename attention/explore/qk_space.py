@@ -39,10 +39,8 @@ import torch
 from torch import Tensor
 
 from ..masks import causal_mask
-from ..models.cache import check_model
-from ..models.pretrained import ENCODER
 from ._util import check_bool, check_int
-from .model_view import DEFAULT_TEXTS, ModelMaps, encode_text, maps_of_ids
+from .model_view import ModelHeadParams, ModelMaps, encode_text, maps_of_ids
 
 __all__ = ["QK_MAX_TOKENS", "QKSpaceExploration", "QKSpaceParams", "explore_qk_space"]
 
@@ -51,18 +49,14 @@ QK_TOP_KEYS = 5  # keys the result lists for the chosen query
 
 
 @dataclass(frozen=True)
-class QKSpaceParams:
+class QKSpaceParams(ModelHeadParams):
     """A model, a text, one head of one layer; q and k before or after RoPE; a chosen query."""
 
-    model: str = ENCODER
-    text: str = DEFAULT_TEXTS[ENCODER]
-    layer: int = 0
-    head: int = 0
     before_rope: bool = False  # SmolLM2 only: q and k before the rotation by positions
     query: int = -1  # the query whose top keys are listed; -1: none
 
     def __post_init__(self) -> None:
-        check_model(self.model)
+        super().__post_init__()
         check_bool("before_rope", self.before_rope)
         check_int("query", self.query, -1, QK_MAX_TOKENS - 1)
 
@@ -225,14 +219,8 @@ def explore_qk_space(params: QKSpaceParams) -> QKSpaceExploration:
         rotary=maps.rotary,
         kv_head=params.head // (maps.n_heads // maps.k.shape[1]),
         n_kv_heads=maps.k.shape[1],
-        q=p.q,
-        k=p.k,
-        normalised=p.normalised,
-        points=p.points,
-        components=p.components,
-        explained=p.explained,
+        **vars(p),  # q, k, normalised, points, components, explained, nearest_agrees
         weights=w,
-        nearest_agrees=p.nearest_agrees,
         nearest_by_chance=(
             float((1 / torch.arange(1, t + 1, dtype=torch.float64)).mean())
             if maps.causal

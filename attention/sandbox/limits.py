@@ -7,7 +7,7 @@ other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -19,6 +19,13 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
         raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
     if not low <= value <= high:
         raise ValueError(f"{name}: expected an int in [{low}, {high}], got {value}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Collection[object]) -> object:
+    """Raise ValueError unless value is one of choices (a tuple, or a dict's keys); return it."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {list(choices)}, got {value!r}")
     return value
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from attention.experiments.loss import LossParams
 from attention.experiments.norm_placement import NormPlacementParams, norm_placement
 from attention.experiments.projection import ProjectionVarianceParams, projection_variance
 from attention.experiments.recurrent import (
@@ -16,6 +17,7 @@ from attention.experiments.recurrent import (
     recurrent_memory,
     rnn_bottleneck,
 )
+from attention.sandbox.limits import check_choice
 
 
 def test_one_step_rnn_sensitivity_matches_the_hand_jacobian():
@@ -88,8 +90,22 @@ def test_rnn_bottleneck_structure():
         (lambda: NormPlacementParams(d_model=30, n_heads=4), ValueError, r"not divisible"),
         (lambda: NormPlacementParams(lr=2), ValueError, r"lr: expected a float in \(0, 1\)"),
         (lambda: BottleneckParams(max_len=1), ValueError, r"max_len: expected an int in"),
+        (
+            lambda: LossParams("a text", mask="sliding"),
+            ValueError,
+            r"^mask: expected one of \['causal', 'no-sink', 'window'\], got 'sliding'$",
+        ),
+        (
+            lambda: check_choice("n", 3, {1: "a", 2: "b"}),
+            ValueError,
+            r"^n: expected one of \[1, 2\], got 3$",
+        ),
     ],
 )
 def test_params_are_checked(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def test_check_choice_returns_an_allowed_value():
+    assert check_choice("dtype", "bfloat16", {"float32": 4, "bfloat16": 2}) == "bfloat16"

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
+import torch
 from torch import Tensor, nn
 
 from ..._checks import shape_str
@@ -119,6 +120,24 @@ class PretrainedModel(nn.Module):
     causal: bool  # a token sees only itself and earlier tokens
     rotary: bool  # positions enter by rotating q and k (RoPE), so q_raw differs from q
     family: str  # "smollm2" or "minilm": which points its blocks emit (.points)
+
+    def __init__(self, cfg: ModelSizes) -> None:
+        super().__init__()
+        self.cfg = cfg
+
+    @classmethod
+    def _from_named_tensors(
+        cls, cfg: ModelSizes, tensors: dict[str, Tensor], names: dict[str, str]
+    ) -> Self:
+        """cls(cfg) made on the meta device (no memory, no random init), whose parameters then
+        take the tensors themselves, `names` {their name: ours}: one copy of the weights."""
+        missing = sorted(set(names) - set(tensors))
+        if missing:
+            raise ValueError(f"tensors: missing {missing[:3]} ({len(missing)} in all)")
+        with torch.device("meta"):
+            model = cls(cfg)
+        model.load_state_dict({ours: tensors[t] for t, ours in names.items()}, assign=True)
+        return model.eval().requires_grad_(False)
 
     def hook_names(self) -> list[str]:
         """Every hook point of this model, in the order the forward pass reaches them."""

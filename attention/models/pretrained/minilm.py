@@ -92,8 +92,7 @@ class MiniLM(PretrainedModel):
     family = "minilm"
 
     def __init__(self, cfg: MiniLMConfig) -> None:
-        super().__init__()
-        self.cfg = cfg
+        super().__init__(cfg)
         self.word_embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_embed = nn.Embedding(cfg.max_seq_len, cfg.d_model)
         self.type_embed = nn.Embedding(cfg.n_types, cfg.d_model)
@@ -186,10 +185,4 @@ class MiniLM(PretrainedModel):
             for theirs, ours in parts.items():
                 for p in ("weight", "bias"):
                     names[f"encoder.layer.{i}.{theirs}.{p}"] = f"layers.{i}.{ours}.{p}"
-        missing = sorted(set(names) - set(tensors))
-        if missing:
-            raise ValueError(f"tensors: missing {missing[:3]} ({len(missing)} in all)")
-        with torch.device("meta"):
-            model = cls(cfg)
-        model.load_state_dict({ours: tensors[t] for t, ours in names.items()}, assign=True)
-        return model.eval().requires_grad_(False)
+        return cls._from_named_tensors(cfg, tensors, names)

@@ -152,8 +152,7 @@ class SmolLM2(PretrainedModel):
     family = "smollm2"
 
     def __init__(self, cfg: SmolLM2Config) -> None:
-        super().__init__()
-        self.cfg = cfg
+        super().__init__(cfg)
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.layers = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
@@ -312,14 +311,7 @@ class SmolLM2(PretrainedModel):
         output = tensors.get("output.weight")
         if output is not None and not torch.equal(output, tensors["token_embd.weight"]):
             raise ValueError("expected tied embeddings (no separate output.weight)")
-        missing = sorted(set(names) - set(tensors))
-        if missing:
-            raise ValueError(f"tensors: missing {missing[:3]} ({len(missing)} in all)")
-        with torch.device("meta"):
-            model = cls(cfg)
-        state = {ours: tensors[theirs] for theirs, ours in names.items()}
-        model.load_state_dict(state, strict=True, assign=True)
-        return model.eval().requires_grad_(False)
+        return cls._from_named_tensors(cfg, tensors, names)
 
 
 def plain_weights(model: SmolLM2) -> dict[str, Tensor]:

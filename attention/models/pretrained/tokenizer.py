@@ -9,6 +9,7 @@ tokenizer always matches the weights.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def byte_decoder() -> dict[str, int]:
     return {c: b for b, c in stand_in.items()}
 
 
+@dataclass(eq=False)
 class Tokenizer:
     """Encode text to ids and back, and name each token readably for plots.
 
@@ -40,20 +42,17 @@ class Tokenizer:
         chat_template: the file's Jinja chat template, kept to show learners (None if none).
     """
 
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        kind: str,
-        bos_id: int | None = None,
-        eos_id: int | None = None,
-        chat_template: str | None = None,
-    ) -> None:
-        self.backend, self.kind = backend, kind
-        self.bos_id, self.eos_id, self.chat_template = bos_id, eos_id, chat_template
-        self.vocab_size = backend.get_vocab_size(with_added_tokens=True)
+    backend: Backend
+    _: KW_ONLY
+    kind: str
+    bos_id: int | None = None
+    eos_id: int | None = None
+    chat_template: str | None = None
+
+    def __post_init__(self) -> None:
+        self.vocab_size = self.backend.get_vocab_size(with_added_tokens=True)
         # generation stops at the end of a chat turn or of a document
-        ends = (eos_id, backend.token_to_id("<|endoftext|>"))
+        ends = (self.eos_id, self.backend.token_to_id("<|endoftext|>"))
         self.stop_ids = frozenset(i for i in ends if i is not None)
 
     def __repr__(self) -> str:

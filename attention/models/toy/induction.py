@@ -39,6 +39,7 @@ from ...layers import FeedForward
 from ...masks import causal_mask
 from ...multihead import MultiHeadAttention, MultiHeadResult
 from ...positional import apply_rope, sinusoidal_positional_encoding
+from ...sandbox.limits import check_int as _check_int
 from ..head_scores import induction_score, previous_token_score
 
 BOS = 0  # token 0 opens every sequence; the random tokens are 1..vocab
@@ -47,14 +48,6 @@ PHASE_LOSS = 1.0  # nats on the repeated part: under it, the model copies (ln 64
 MAX_VOCAB, MAX_REPEAT, MAX_LAYERS, MAX_HEADS = 512, 32, 3, 4
 
 Head = tuple[int, int]  # (layer, head)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{name}: expected an int in [{low}, {high}], got {value}")
-    return value
 
 
 # --- the task ---------------------------------------------------------------------------------
