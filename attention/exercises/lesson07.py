@@ -1,8 +1,8 @@
 """Checkers of lesson 7 (self-attention): self-attention from X, attention pooling, memory slots
 and the tanh layer.
 
-Named mistakes include "softmax over the positions", "the padded rows were summed too".
-Reference solutions are in `attention.exercises.solutions.lesson07`.
+Named mistakes include "softmax over the positions", "the padded rows were summed too". Reference
+solutions are in `attention.exercises.solutions.lesson07`.
 """
 
 from __future__ import annotations

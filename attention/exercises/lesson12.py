@@ -4,9 +4,7 @@ Each `check_*` runs the learner's function on small fixed attention maps (built 
 checks need no model: a few heads carry a planted sink, previous-token or induction pattern),
 compares with the reference through the kit in `_checking` and prints one line, naming the
 mistake when it is a known one. The chat template is compared as text with the model package's
-own `format_chat`.
-
-Reference solutions are in `attention.exercises.solutions.lesson12`.
+own `format_chat`. Reference solutions are in `attention.exercises.solutions.lesson12`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ Reference solutions are in `attention.exercises.solutions.lesson16`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,19 @@ def _layer_variant(x, w, past, cfg, *, positions_from=None, rope_v=False, merge=
     return (merged @ w["w_o"] if w_o else merged), (k, v)
 
 
+def _layer_inputs(
+    seed: int, t_first: int
+) -> Iterator[tuple[int, int, Tensor, dict[str, Tensor], tuple[Tensor, Tensor] | None]]:
+    """Inputs of two calls on one random layer of SMALL: t_first tokens, then 2 after 3 cached.
+
+    Yields (t, p, x (1, t, M), w, past): t new tokens after p cached positions.
+    """
+    g = torch.Generator().manual_seed(seed)
+    w = _layer_weights(g, SMALL)
+    for t, p in ((t_first, 0), (2, 3)):
+        yield t, p, randn(g, 1, t, SMALL.d_model), w, _past(g, SMALL, p)
+
+
 @checker("q, k rotated at positions past .. past + t - 1, v not; the cache grows by t positions.")
 def check_attention_layer(fn: Callable[..., tuple]) -> None:
     """Check fn(x (B, T, M), w, past, cfg, f) -> (output (B, T, M), (k, v)).
@@ -270,11 +283,8 @@ def check_attention_layer(fn: Callable[..., tuple]) -> None:
     returned k, v hold the cached positions first, then the t new ones. Run with the course's
     pieces as f, on a small SmolLM2 (cfg: 6 query heads sharing 2 kv heads of width 4).
     """
-    g = torch.Generator().manual_seed(164)
     cfg = SMALL
-    w = _layer_weights(g, cfg)
-    for t, p in ((5, 0), (2, 3)):
-        x, past = randn(g, 1, t, cfg.d_model), _past(g, cfg, p)
+    for t, p, x, w, past in _layer_inputs(seed=164, t_first=5):
         want, (want_k, want_v) = _layer_variant(x, w, past, cfg)
         got, kv = _pair(call(fn, x, w, past, cfg, COURSE, hint=LAYER_HINT), "output, (k, v)")
         slips = [
@@ -322,11 +332,8 @@ def check_decoder_block(fn: Callable[..., tuple]) -> None:
 
     Run with the course's pieces as f on a small SmolLM2 (see check_attention_layer).
     """
-    g = torch.Generator().manual_seed(165)
     cfg = SMALL
-    w = _layer_weights(g, cfg)
-    for t, p in ((4, 0), (2, 3)):
-        x, past = randn(g, 1, t, cfg.d_model), _past(g, cfg, p)
+    for t, p, x, w, past in _layer_inputs(seed=165, t_first=4):
         want, (want_k, _) = _block_variant(x, w, past, cfg)
         got, kv = _pair(call(fn, x, w, past, cfg, COURSE, hint=LAYER_HINT), "output, (k, v)")
         residual = SLIPS["the residual forgotten"]

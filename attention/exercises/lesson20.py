@@ -6,9 +6,8 @@ evaluates it on every cell at once with index tensors that broadcast (attention.
 mask_from_mod, scores_from_mod) and compares with the course's own masks and biases, naming the
 known mistakes: a window one key too wide or too narrow, q_idx > kv_idx (the diagonal lost),
 sinks that see the future, a mask that leaks across documents, ALiBi's slope with the wrong sign
-or the wrong head, softcapping without the division or the multiplication.
-
-Reference solutions are in `attention.exercises.solutions.lesson20`.
+or the wrong head, softcapping without the division or the multiplication. Reference solutions
+are in `attention.exercises.solutions.lesson20`.
 """
 
 from __future__ import annotations

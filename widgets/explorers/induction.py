@@ -123,13 +123,9 @@ class InductionExplorer(Explorer):
         self.train_button.on_click(lambda _b: self._button_clicked())
         self.status = widgets.HTML("")
         self.status.add_class(css("status"))
-        self.maps = self.panel("maps", Heatmap(
-            title="",
-            vmin=0.0,
-            vmax=1.0,
-            panel_size=150,
-            colorbar_label="weight",
-        ))  # fmt: skip
+        self.maps = self.panel(
+            "maps", Heatmap(vmin=0.0, vmax=1.0, panel_size=150, colorbar_label="weight")
+        )
         self.maps.add_class(css("panel-maps"))
         self.loss_chart, self.score_chart, self.curve_chart = (
             self.panel(key, SeriesChart(name=f"induction-{key}", width=380, height=200))

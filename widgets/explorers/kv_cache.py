@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -178,28 +179,49 @@ class KVCacheExplorer(Explorer):
             lines.insert(0, (mha.name, mha, KIND_COLORS["MHA"]))
         if r.kind != "MQA":
             lines.append((mqa.name, mqa, KIND_COLORS["MQA"]))
-        self.curves.set_data(
-            list(KV_CONTEXTS),
-            [
-                {
-                    "name": name,
-                    "values": [b / GIB for b in v.by_context],
-                    "color": color,
-                    "kind": "line",
-                    **({"dash": True} if "yours" not in name else {}),
-                }
-                for name, v, color in lines
-            ],
+        draw_cache_curves(
+            self.curves,
+            KV_CONTEXTS,
+            [(name, v.by_context, color, "yours" not in name) for name, v, color in lines],
             title=f"cache against context (batch {p.batch}, {p.dtype})",
-            x_label="context (tokens)",
-            y_label="GiB",
-            x_log=True,
-            y_log=True,
-            x_ticks=[64.0, 512.0, 4096.0, 32768.0],
-            x_tick_labels=["64", "512", "4k", "32k"],
-            y_ticks=decade_ticks([b / GIB for _, v, _ in lines for b in v.by_context]),
-            markers=[{"x": float(p.seq_len), "label": f"{p.seq_len} tokens"}],
+            marker=(p.seq_len, f"{p.seq_len} tokens"),
         )
+
+
+def draw_cache_curves(
+    chart: SeriesChart,
+    contexts: Sequence[int],
+    curves: list[tuple[str, Sequence[float], str, bool]],
+    *,
+    title: str,
+    marker: tuple[int, str],
+) -> None:
+    """Draw cache sizes against context on log-log axes, the chosen context marked.
+
+    curves: (name, bytes at each of `contexts`, colour, dashed) per line; marker: (x, label).
+    """
+    chart.set_data(
+        list(contexts),
+        [
+            {
+                "name": name,
+                "values": [b / GIB for b in by_context],
+                "color": color,
+                "kind": "line",
+                **({"dash": True} if dashed else {}),
+            }
+            for name, by_context, color, dashed in curves
+        ],
+        title=title,
+        x_label="context (tokens)",
+        y_label="GiB",
+        x_log=True,
+        y_log=True,
+        x_ticks=[64.0, 512.0, 4096.0, 32768.0],
+        x_tick_labels=["64", "512", "4k", "32k"],
+        y_ticks=decade_ticks([b / GIB for _, by_context, _, _ in curves for b in by_context]),
+        markers=[{"x": float(marker[0]), "label": marker[1]}],
+    )
 
 
 def _chosen(r: KVCacheExploration) -> int:

@@ -37,6 +37,7 @@ from ..views import SeriesChart, decade_ticks
 from ..views.style import PALETTE, css
 from .base import Explorer
 from .controls import menu, panel_row, slider, steps
+from .kv_cache import draw_cache_curves
 
 # vermillion, blue, green as in KVCacheExplorer; MLA in reddish purple
 KIND_COLORS = {"MHA": PALETTE[1], "GQA": PALETTE[0], "MQA": PALETTE[2], "MLA": PALETTE[3]}
@@ -84,9 +85,8 @@ class LatentExplorer(Explorer):
         self.refresh()
 
     def _draw(self, r: LatentExploration) -> None:
-        self._draw_kinds(r)
-        self._draw_by_context(r)
-        self._draw_key_rank(r)
+        for draw in (self._draw_kinds, self._draw_by_context, self._draw_key_rank):
+            draw(r)
         self.readout.value = _readout_html(r)
 
     def _draw_kinds(self, r: LatentExploration) -> None:
@@ -120,27 +120,15 @@ class LatentExplorer(Explorer):
 
     def _draw_by_context(self, r: LatentExploration) -> None:
         p, names = r.params, _kind_names(r)
-        self.curves.set_data(
-            list(r.contexts),
+        draw_cache_curves(
+            self.curves,
+            r.contexts,
             [
-                {
-                    "name": k.name,
-                    "values": [b / GIB for b in k.by_context],
-                    "color": KIND_COLORS[n],
-                    "kind": "line",
-                    **({} if n == "MLA" else {"dash": True}),
-                }
+                (k.name, k.by_context, KIND_COLORS[n], n != "MLA")
                 for k, n in zip(r.kinds, names, strict=True)
             ],
             title="cache against context, all layers",
-            x_label="context (tokens)",
-            y_label="GiB",
-            x_log=True,
-            y_log=True,
-            x_ticks=[64.0, 512.0, 4096.0, 32768.0],
-            x_tick_labels=["64", "512", "4k", "32k"],
-            y_ticks=decade_ticks([b / GIB for k in r.kinds for b in k.by_context]),
-            markers=[{"x": float(p.seq_len), "label": f"{_tokens(p.seq_len)} tokens"}],
+            marker=(p.seq_len, f"{_tokens(p.seq_len)} tokens"),
         )
 
     def _draw_key_rank(self, r: LatentExploration) -> None:

@@ -137,19 +137,10 @@ class LinearAttentionExplorer(Explorer):
         )
 
     def _draw_softmax_weights(self, r: LinearAttentionExploration) -> None:
-        t, s = r.params.seq_len, r.params.step
-        rows = _token_names(t)
-        self.softmax.set_data(
-            r.softmax_weights,
-            masked=_future(t),
-            row_labels=rows,
-            col_labels=rows,
-            highlight_row=s - 1,
-        )
+        self.softmax.set_data(r.softmax_weights, **_causal_grid(r.params.seq_len, r.params.step))
 
     def _draw_linear_weights(self, r: LinearAttentionExploration) -> None:
         p = r.params
-        t, s, rows = p.seq_len, p.step, _token_names(p.seq_len)
         if p.variant == "linear":  # weights in [0, 1]: the softmax panel's colours, to compare
             title = "linear: φ(q)·φ(k), rows normalised"
             scale = dict(colormap=DEFAULT_CMAP, symmetric=False, vmin=0.0, vmax=1.0)
@@ -158,23 +149,19 @@ class LinearAttentionExplorer(Explorer):
             diverging = CVD_SWAP.get(DIVERGING_CMAP, DIVERGING_CMAP)
             cmap = diverging if self.palette == "cvd" else DIVERGING_CMAP
             scale = dict(colormap=cmap, symmetric=True, vmin=None, vmax=None)
-        self.implicit.set_data(
-            r.implicit_weights,
-            masked=_future(t),
-            row_labels=rows,
-            col_labels=rows,
-            highlight_row=s - 1,
-            title=title,
-            **scale,
-        )
+        grid = _causal_grid(p.seq_len, p.step)
+        self.implicit.set_data(r.implicit_weights, title=title, **grid, **scale)
 
 
 def _token_names(t: int) -> list[str]:
     return [f"t{i + 1}" for i in range(t)]
 
 
-def _future(t: int) -> torch.Tensor:
-    return ~torch.ones(t, t, dtype=torch.bool).tril()  # (T, T) keys after the query
+def _causal_grid(t: int, step: int) -> dict[str, Any]:
+    """A weights map's queries x keys: the keys after each query hatched, query `step` marked."""
+    rows = _token_names(t)
+    future = ~torch.ones(t, t, dtype=torch.bool).tril()  # (T, T) keys after the query
+    return dict(masked=future, row_labels=rows, col_labels=rows, highlight_row=step - 1)
 
 
 def _readout_html(r: LinearAttentionExploration) -> str:

@@ -42,7 +42,7 @@ from attention.explore import (
 from ..views import Heatmap, SeriesChart, TokenLines
 from ..views.style import DIVERGING_CMAP, PALETTE, css
 from .base import Explorer
-from .controls import menu, panel_row, slider, table_html, text
+from .controls import Control, menu, panel_row, slider, table_html, text
 
 THUMB_PX = 48  # px, the side a thumbnail aims at (cells never go below 2 px)
 SCROLL_PX = 560  # px, the tallest a grid of thumbnails or a column of tokens gets before scrolling
@@ -77,20 +77,41 @@ def _n_tokens(v: Any) -> int:
     return len(encode_text(v.model, v.text))
 
 
-class _ModelExplorer(Explorer):
-    """Model, text, layer and head controls shared by the three views of a pretrained model.
+def model_controls(text_width: str) -> tuple[Control, ...]:
+    """The model, text, layer and head controls of an explorer of a pretrained model.
 
-    Switching the model swaps a default text for the other model's and keeps the layer and
-    head sliders within the model's sizes.
+    The layer and head sliders stay within the chosen model's sizes.
     """
-
-    CONTROLS = (
+    return (
         menu("model", MODEL_NAMES),
         # one forward pass per text, not per key stroke
-        text("text", width="480px", live=False),
+        text("text", width=text_width, live=False),
         slider("layer", 0, lambda v: model_shape(v.model)[0] - 1),
         slider("head", 0, lambda v: model_shape(v.model)[1] - 1),
     )
+
+
+class _PretrainedExplorer(Explorer):
+    """An explorer of a pretrained model that keeps its text box's default text in step.
+
+    Switching the model swaps a default text for the other model's; a typed text stays.
+    """
+
+    _last_model: str  # the model whose default text the text box may still hold
+
+    def _sync_controls(self) -> None:
+        model = self.model.value
+        if model != self._last_model:
+            if self.text.value == DEFAULT_TEXTS[self._last_model]:
+                self.text.value = DEFAULT_TEXTS[model]
+            self._last_model = model
+        super()._sync_controls()
+
+
+class _ModelExplorer(_PretrainedExplorer):
+    """Model, text, layer and head controls shared by the three views of a pretrained model."""
+
+    CONTROLS = model_controls("480px")
 
     def _start(self, params: Any, body: list[widgets.Widget]) -> None:
         """Build the declared controls at `params` and the explorer around them and `body`."""
@@ -102,14 +123,6 @@ class _ModelExplorer(Explorer):
             )
         self._last_model = params.model
         super().__init__(controls=self.declare(params), body=body)
-
-    def _sync_controls(self) -> None:
-        model = self.model.value
-        if model != self._last_model:
-            if self.text.value == DEFAULT_TEXTS[self._last_model]:
-                self.text.value = DEFAULT_TEXTS[model]
-            self._last_model = model
-        super()._sync_controls()
 
     def _pick(self, layer: int, head: int) -> None:
         """Open another head (a click on its thumbnail): both sliders, one refresh."""

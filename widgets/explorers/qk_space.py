@@ -22,7 +22,6 @@ import torch
 
 from attention.explore import (
     DEFAULT_TEXTS,
-    MODEL_NAMES,
     QK_MAX_TOKENS,
     QKSpaceExploration,
     QKSpaceParams,
@@ -33,8 +32,8 @@ from attention.models.cache import pretrained_model
 
 from ..views import PALETTE, Scatter
 from ..views.style import css
-from .base import Explorer
-from .controls import check, menu, slider, table_html, text
+from .controls import check, table_html
+from .model_view import _PretrainedExplorer, model_controls
 
 SCATTER_W, SCATTER_H = 470, 430  # px: beside the controls, inside a 1280 x 720 window
 
@@ -48,7 +47,7 @@ def _rotary(model: str) -> bool:
     return pretrained_model(model)[0].rotary
 
 
-class QueryKeyExplorer(Explorer):
+class QueryKeyExplorer(_PretrainedExplorer):
     """Queries and keys of one head in one plane; click a query to see where it looks.
 
     Args:
@@ -59,13 +58,7 @@ class QueryKeyExplorer(Explorer):
         query: the query picked first; -1 = none.
     """
 
-    CONTROLS = (
-        menu("model", MODEL_NAMES),
-        text("text", width="270px", live=False),  # one forward pass per text, on Enter
-        slider("layer", 0, lambda v: model_shape(v.model)[0] - 1),
-        slider("head", 0, lambda v: model_shape(v.model)[1] - 1),
-        check("before_rope", label="q and k before RoPE"),
-    )
+    CONTROLS = (*model_controls("270px"), check("before_rope", label="q and k before RoPE"))
 
     def __init__(
         self,
@@ -110,11 +103,6 @@ class QueryKeyExplorer(Explorer):
             self.before_rope.value = False  # MiniLM has no RoPE: the check is hidden and off
 
     def _sync_controls(self) -> None:
-        model = self.model.value
-        if model != self._last_model:
-            if self.text.value == DEFAULT_TEXTS[self._last_model]:
-                self.text.value = DEFAULT_TEXTS[model]
-            self._last_model = model
         self._show_rope_control()
         super()._sync_controls()
 

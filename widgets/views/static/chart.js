@@ -4,7 +4,7 @@
 // into one redraw (common.js: wire), and render() returns the clean-up, like heatmap.js.
 
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
-const { STYLE, setupCanvas, wire, textAlternative, SR_ROWS, say } = common;
+const { STYLE, setupCanvas, wire, redrawCounter, textAlternative, SR_ROWS, say } = common;
 const FONT = STYLE.font;
 const TEXT = STYLE.text;
 
@@ -55,7 +55,7 @@ function render({ model, el }) {
     return Math.max(0, ...series.map(s => ctx.measureText(s.name).width)) + 24;
   };
   let geom = null;
-  let redraws = 0; // data-redraws counts the draws, for browser tests
+  const countDraw = redrawCounter(el);
 
   function draw() {
     const W = model.get("width"), H = model.get("height");
@@ -183,8 +183,7 @@ function render({ model, el }) {
     canvas.setAttribute("aria-label", `${name}: ${series.map((s) => s.name).join(", ")}`);
     describeLater(() => seriesText(name, model.get("x_label") || "x", xs, series, words));
     geom.zoom = zoom;
-    redraws += 1;
-    el.dataset.redraws = String(redraws);
+    countDraw();
   }
 
   const onMove = ev => {

@@ -131,6 +131,16 @@ function makeCommon(STYLE) {
     };
   }
 
+  // Count a view's draws in data-redraws on each element given, for browser tests to wait on;
+  // returns the function to call at the end of every draw.
+  function redrawCounter(...elements) {
+    let redraws = 0;
+    return () => {
+      redraws += 1;
+      for (const e of elements) e.dataset.redraws = String(redraws);
+    };
+  }
+
   // A root <div class="{cls}"> holding a keyboard-focusable <canvas class="{cls}-canvas" role=img>.
   function focusableCanvas(cls) {
     const root = document.createElement("div");
@@ -249,6 +259,6 @@ function makeCommon(STYLE) {
 
   return {
     STYLE, VIEW_TITLE_FONT, readArray, formatValue, formatPrecise, setupCanvas, wire,
-    focusableCanvas, drawTitle, textAlternative, matrixText, SR_ROWS, say,
+    redrawCounter, focusableCanvas, drawTitle, textAlternative, matrixText, SR_ROWS, say,
   };
 }

@@ -6,7 +6,7 @@
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
 const {
   STYLE, VIEW_TITLE_FONT, readArray, formatValue, formatPrecise, setupCanvas, wire,
-  focusableCanvas, drawTitle, textAlternative, matrixText, say,
+  redrawCounter, focusableCanvas, drawTitle, textAlternative, matrixText, say,
 } = common;
 const FONT = STYLE.font;
 const TITLE_FONT = STYLE.titleFont;
@@ -463,7 +463,7 @@ function renderHeatmap({ model, el }) {
   el.append(root);
   const describeLater = textAlternative(root, canvas);
 
-  let redraws = 0;
+  const countDraw = redrawCounter(el, root);
   let drawStart = 0;
   let fitTimer = null; // pending fit of an oversized canvas
   let fitting = false;
@@ -652,9 +652,7 @@ function renderHeatmap({ model, el }) {
       if (h.panel < geom.P && h.row < geom.R && h.col < geom.C) tip.textContent = describe(h);
       else tip.style.display = "none";
     }
-    redraws += 1;
-    el.dataset.redraws = String(redraws);
-    root.dataset.redraws = String(redraws);
+    countDraw();
     root.dataset.drawMs = (performance.now() - drawStart).toFixed(2); // for benchmarks
   }
 

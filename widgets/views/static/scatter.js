@@ -5,8 +5,8 @@
 // keys on the focused canvas) to pick it. Each redraw increments data-redraws on the root.
 
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
-const { STYLE, readArray, setupCanvas, wire, focusableCanvas, drawTitle, textAlternative,
-  formatPrecise, SR_ROWS, say } = common;
+const { STYLE, readArray, setupCanvas, wire, redrawCounter, focusableCanvas, drawTitle,
+  textAlternative, formatPrecise, SR_ROWS, say } = common;
 const TEXT = STYLE.text;
 const RADIUS = 4.5; // px, a point
 const HIT = 9; // px, how near the pointer must come to a point
@@ -93,7 +93,7 @@ function render({ model, el }) {
     if (canvas.matches(":focus-visible")) canvas.style.outline = "2px solid #e4572e";
   });
   canvas.addEventListener("blur", () => { canvas.style.outline = ""; });
-  let redraws = 0;
+  const countDraw = redrawCounter(el, root);
   let geom = null;
   let hover = -1; // the point under the pointer
 
@@ -144,7 +144,7 @@ function render({ model, el }) {
       const words = model.get("words");
       canvas.setAttribute("aria-label",
                           say(words, "{name}: no data", { name: title || say(words, "scatter") }));
-      finish();
+      countDraw();
       return;
     }
     // equal scales on both axes: the larger span fills its side, the other is centred
@@ -252,13 +252,7 @@ function render({ model, el }) {
     canvas.setAttribute("aria-label", say(words, "{name}: {n} points ({counts}){picked}",
                                           { name, n: st.N, counts: counts.join(", "), picked }));
     describeLater(() => pointsText(name, st, names, w, words));
-    finish();
-  }
-
-  function finish() {
-    redraws += 1;
-    el.dataset.redraws = String(redraws);
-    root.dataset.redraws = String(redraws);
+    countDraw();
   }
 
   function pointAt(evt) {

@@ -5,8 +5,8 @@
 
 // `common`: the canvas views' shared code (static/common.js, put before this file by esm()).
 const {
-  STYLE, readArray, setupCanvas, wire, focusableCanvas, drawTitle, textAlternative, matrixText,
-  say,
+  STYLE, readArray, setupCanvas, wire, redrawCounter, focusableCanvas, drawTitle,
+  textAlternative, matrixText, say,
 } = common;
 const TEXT = STYLE.text;
 
@@ -26,7 +26,7 @@ function render({ model, el }) {
   root.append(canvas);
   el.append(root);
   const describeLater = textAlternative(root, canvas);
-  let redraws = 0;
+  const countDraw = redrawCounter(el, root);
   let geom = null;
   let hover = -1;
 
@@ -106,9 +106,7 @@ function render({ model, el }) {
       describeLater(() => matrixText(say(words, "{name}, weights", { name }), w.data, 0, Tq, Tk,
                                      qt, kt, m ? m.data : null, words));
     }
-    redraws += 1;
-    el.dataset.redraws = String(redraws);
-    root.dataset.redraws = String(redraws);
+    countDraw();
   }
 
   function queryAt(evt) {
