@@ -309,7 +309,7 @@ def _expect_point(watched: _Watched, layer: int) -> None:
 
 
 def _replaced(watched: _Watched, ids: Tensor, layer: int) -> bool:
-    """Did a hook at layer's head_out return a tensor on a run of these ids?"""
+    """Did a hook at layer's heads point return a tensor on a run of these ids?"""
     return any(c.returned_none.get(_point(layer)) is False for c in watched.ran(ids))
 
 
@@ -330,7 +330,7 @@ def _edited_in_place(watched: _Watched, *, reading: bool) -> None:
                 )
 
 
-@checker("a hook at blocks.<layer>.attn.head_out keeps x[:, head] and returns None.")
+@checker("a hook at blocks.<layer>.heads keeps x[:, head] and returns None.")
 def check_read_head(fn: Callable[..., Tensor]) -> None:
     """Check fn(model, ids (B, T), layer, head) -> (B, T, D) that head's output."""
     model = _tiny_model()

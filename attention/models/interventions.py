@@ -264,7 +264,8 @@ def patch(
     real: Tensor | None = None,
 ) -> Tensor:
     """The metric of the corrupted run with the clean run's activations at the named hook
-    points copied in (only the listed heads of a head_out point, if `heads` is given): (B,).
+    points copied in (only the listed heads of a blocks.<layer>.heads point, if `heads` is
+    given): (B,).
 
     Works for both models (any metric of their output); the batched, faster path for SmolLM2's
     logit differences is prepare_patching + patch_layers / patch_heads / patch_positions.
@@ -273,7 +274,9 @@ def patch(
     if heads is not None:
         for name in names:
             if parse_hook_name(name)[1] != "heads":
-                raise ValueError(f"heads: only a head_out point has heads, got {name!r}")
+                raise ValueError(
+                    f"heads: only a 'blocks.<layer>.heads' point has heads, got {name!r}"
+                )
         for h in heads:
             check_layer_head(model, 0, h)
     if clean.shape != corrupted.shape:
@@ -398,9 +401,7 @@ def patch_layers(
         check_layer_head(model, layer)
         hook = _copy_heads(runs.clean_heads[layer], None)
         x = runs.corrupted_resid[layer]
-        rows.append(
-            resume_logit_diff(model, runs.batch, layer, x, {"blocks.0.attn.head_out": hook})
-        )
+        rows.append(resume_logit_diff(model, runs.batch, layer, x, {"blocks.0.heads": hook}))
     return normalise(torch.stack(rows), runs.base.clean, runs.base.corrupted)  # (L, B)
 
 
@@ -414,9 +415,7 @@ def patch_heads(model: PretrainedModel, runs: PatchRuns, layers: Iterable[int]) 
         row = []
         for h in range(model.cfg.n_heads):
             hook = _copy_heads(runs.clean_heads[layer], [h])
-            row.append(
-                resume_logit_diff(model, runs.batch, layer, x, {"blocks.0.attn.head_out": hook})
-            )
+            row.append(resume_logit_diff(model, runs.batch, layer, x, {"blocks.0.heads": hook}))
         out.append(torch.stack(row))
     return normalise(torch.stack(out), runs.base.clean, runs.base.corrupted)  # (L, H, B)
 

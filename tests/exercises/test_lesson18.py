@@ -135,7 +135,7 @@ def test_a_stub_is_not_attempted(capsys):
 
 
 def _point(layer):
-    return f"blocks.{layer}.attn.head_out"
+    return f"blocks.{layer}.heads"
 
 
 def _reader(pick, *, point=_point, edit=False, give_back=False):

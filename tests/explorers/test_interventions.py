@@ -40,7 +40,7 @@ def table():
         effect = iv.patch_layers(model, runs, layers)
         heads = iv.patch_heads(model, runs, [26])
         # the patched run's logit difference, to check the explorer's reconstruction of it
-        hook = {"blocks.0.attn.head_out": lambda x: x}
+        hook = {"blocks.0.heads": lambda x: x}
         heads_26 = runs.clean_heads[26]
 
         def only(h):
@@ -51,7 +51,7 @@ def table():
 
             return f
 
-        hook = {"blocks.0.attn.head_out": only(4)}
+        hook = {"blocks.0.heads": only(4)}
         patched = iv.resume_logit_diff(model, runs.batch, 26, runs.corrupted_resid[26], hook)
     return make_patching_table(runs, "agreement", layers, effect, (26,), heads), patched
 

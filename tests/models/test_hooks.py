@@ -93,10 +93,10 @@ def test_one_naming_scheme_for_both_models(smol, minilm):
         assert [parse_hook_name(n) for n in names] == want
         assert [hook_name(i, p) for i, p in want] == names
     assert hook_points("minilm") == tuple(p for p in smol_points if not p.endswith("_norm"))
-    # the lessons' names stay valid, and each is one point's
-    assert hook_name(3, "heads") == "blocks.3.attn.head_out"
-    assert parse_hook_name("blocks.3.attn.head_out") == (3, "heads")
-    assert parse_hook_name("blocks.12.attn.weights") == (12, "weights")
+    # a hook's name is its point's name in its block, and nothing else
+    assert hook_name(3, "heads") == "blocks.3.heads"
+    assert parse_hook_name("blocks.3.heads") == (3, "heads")
+    assert parse_hook_name("blocks.12.weights") == (12, "weights")
     assert parse_hook_name("blocks.0.resid_post") == (0, "resid_post")
     assert len(HOOK_POINTS) == len(smol_points) and set(smol_points) <= set(NAMES)
 
@@ -107,9 +107,13 @@ def test_one_naming_scheme_for_both_models(smol, minilm):
         (
             lambda: parse_hook_name("blocks.x.resid_pre"),
             r"hook name: expected 'blocks.<layer>.<point>' with point one of \['resid_pre', "
-            r"'attn_norm', 'attn.weights', 'attn.head_out'.*got 'blocks.x.resid_pre'",
+            r"'attn_norm', 'weights', 'heads'.*got 'blocks.x.resid_pre'",
         ),
-        (lambda: parse_hook_name("blocks.3.heads"), r"point one of .*got 'blocks.3.heads'"),
+        (  # the old spelling of the heads point is not a second name for it
+            lambda: parse_hook_name("blocks.3.attn.head_out"),
+            r"point one of .*got 'blocks.3.attn.head_out'",
+        ),
+        (lambda: parse_hook_name("blocks.3.q"), r"point one of .*got 'blocks.3.q'"),
         (lambda: parse_hook_name(3), r"got 3"),
         (lambda: hook_name(3, "q"), r"point: expected one of \['resid_pre', .*got 'q'"),
     ],
@@ -132,7 +136,7 @@ def test_no_hook_and_reading_hooks_are_the_plain_forward_bit_for_bit(model_ids):
     last = model.cfg.n_layers - 1
     assert torch.equal(seen["blocks.0.resid_pre"], base.hidden_states[0])
     assert torch.equal(seen[hook_name(last, "resid_post")], base.hidden_states[-1])
-    assert torch.equal(seen["blocks.2.attn.head_out"], base.layers[2].heads)
+    assert torch.equal(seen["blocks.2.heads"], base.layers[2].heads)
 
 
 def test_replacing_with_itself_changes_nothing(model_ids):
@@ -145,7 +149,7 @@ def test_reading_and_replacing_an_attention_map(model_ids):
     model, ids, main = model_ids
     base = model(ids)
     seen = {}
-    out = model(ids, hooks={"blocks.1.attn.weights": partial(seen.__setitem__, "w")})
+    out = model(ids, hooks={"blocks.1.weights": partial(seen.__setitem__, "w")})
     assert torch.equal(seen["w"], base.layers[1].weights)
     assert torch.equal(main(out), main(base))
 
@@ -155,7 +159,7 @@ def test_reading_and_replacing_an_attention_map(model_ids):
         w[:, 2] = allowed / allowed.sum(-1, keepdim=True)
         return w
 
-    out = model(ids, hooks={"blocks.1.attn.weights": uniform_head_2})
+    out = model(ids, hooks={"blocks.1.weights": uniform_head_2})
     v = base.layers[1].v[:, 2 // (model.cfg.n_heads // base.layers[1].v.shape[1])]  # (B, T, D)
     t = ids.shape[1]
     if model.causal:  # query i averages the values of keys 0..i
@@ -169,11 +173,11 @@ def test_reading_and_replacing_an_attention_map(model_ids):
 
 def test_a_weights_hook_needs_the_cores_attention(smol):
     model, _ = smol
-    with pytest.raises(ValueError, match=r"hooks\['blocks.0.attn.weights'\]: expected the core"):
+    with pytest.raises(ValueError, match=r"hooks\['blocks.0.weights'\]: expected the core"):
         model(
             torch.tensor([[1, 2, 3]]),
             attention_fn=flash_attention,
-            hooks={"blocks.0.attn.weights": lambda w: w},
+            hooks={"blocks.0.weights": lambda w: w},
         )
 
 
@@ -202,7 +206,7 @@ def test_ablation_runs_before_a_hook_on_the_same_point(smol):
     ids = torch.tensor([tok.encode(TEXT)])
     seen = {}
     out = model(
-        ids, ablate={(3, 1)}, hooks={"blocks.3.attn.head_out": partial(seen.__setitem__, "h")}
+        ids, ablate={(3, 1)}, hooks={"blocks.3.heads": partial(seen.__setitem__, "h")}
     )
     assert float(seen["h"][:, 1].abs().max()) == 0.0 and float(seen["h"][:, 0].abs().max()) > 0
     assert torch.equal(out.logits, model(ids, ablate={(3, 1)}).logits)
@@ -390,7 +394,7 @@ def test_a_learners_attention_runs_both_models(smol, minilm):
             ValueError,
             r"hooks: unknown hook point 'blocks.30.resid_post'; expected 'blocks.<layer>.<point>' "
             r"with layer in \[0, 30\) and point one of "
-            r"\['resid_pre', 'attn_norm', 'attn.weights', 'attn.head_out', 'attn_out'",
+            r"\['resid_pre', 'attn_norm', 'weights', 'heads', 'attn_out'",
         ),
         ({"hooks": {"blocks.0.attn": print}}, ValueError, r"unknown hook point 'blocks.0.attn'"),
         (
@@ -405,9 +409,9 @@ def test_a_learners_attention_runs_both_models(smol, minilm):
             r"got \(1, 2, 576\)",
         ),
         (
-            {"hooks": {"blocks.2.attn.head_out": lambda h: h.sum(1)}},
+            {"hooks": {"blocks.2.heads": lambda h: h.sum(1)}},
             ValueError,
-            r"hooks\['blocks.2.attn.head_out'\]: expected a replacement of shape \(1, 9, 3, 64\)",
+            r"hooks\['blocks.2.heads'\]: expected a replacement of shape \(1, 9, 3, 64\)",
         ),
         (
             {"hooks": {"blocks.2.resid_pre": lambda x: x.tolist()}},

@@ -61,7 +61,7 @@ def test_no_intervention_and_own_activations_are_the_plain_forward(smol, minilm)
     assert torch.equal(own, iv.answer_logit_diff(plain, b))
     enc, eb = minilm
     plain = enc(eb.corrupted, attention_mask=eb.real).hidden
-    names = ["blocks.2.attn.head_out", "blocks.4.resid_pre"]
+    names = ["blocks.2.heads", "blocks.4.resid_pre"]
     own = iv.patch(enc, eb.corrupted, eb.corrupted, _mean_hidden, names, real=eb.real)
     assert torch.equal(own, _mean_hidden(enc(eb.corrupted, attention_mask=eb.real)))
     assert torch.equal(plain, enc(eb.corrupted, attention_mask=eb.real).hidden)
@@ -92,7 +92,7 @@ def test_fast_patching_equals_the_whole_forward_with_the_same_hook(smol):
         full = iv.patch(model, b.clean, b.corrupted, metric, [hook_name(layer, "heads")])
         want = iv.normalise(full, runs.base.clean, runs.base.corrupted)
         torch.testing.assert_close(layers[row], want, atol=1e-4, rtol=1e-4)
-    full = iv.patch(model, b.clean, b.corrupted, metric, ["blocks.20.attn.head_out"], heads=[4])
+    full = iv.patch(model, b.clean, b.corrupted, metric, ["blocks.20.heads"], heads=[4])
     want = iv.normalise(full, runs.base.clean, runs.base.corrupted)
     torch.testing.assert_close(heads[0, 4], want, atol=1e-4, rtol=1e-4)
     # patching the residual stream at every position one at a time: the changed position of a
@@ -236,6 +236,8 @@ def test_bad_input_is_refused_naming_what_was_expected(smol):
         iv.ablate_heads(model, b.clean, [(0, 1)], mode="mean", mean_real=b.real)
     with pytest.raises(ValueError, match="unknown hook point 'blocks.3.attn'"):
         iv.patch(model, b.clean, b.corrupted, iv.logit_diff_metric(b), ["blocks.3.attn"])
+    with pytest.raises(ValueError, match=r"heads: only a 'blocks.<layer>.heads' point has heads, "):
+        iv.patch(model, b.clean, b.corrupted, iv.logit_diff_metric(b), ["blocks.3.ffn"], heads=[0])
     with pytest.raises(ValueError, match=r"expected \(B, H, T, T\) like weights\[0\]"):
         iv.attention_rollout([torch.ones(1, 2, 3, 3), torch.ones(1, 2, 4, 4)])
     with pytest.raises(ValueError, match=r"logits: expected \(B, T, V\) with \(B, T\) = \(2, "):

@@ -50,7 +50,7 @@ def solution_read_head(model, ids: torch.Tensor, layer: int, head: int) -> torch
         seen["head"] = x[:, head].clone()  # a copy of one head: (B, T, D)
         # no return (None): the run goes on with x as it was
 
-    model(ids, hooks={f"blocks.{layer}.attn.head_out": keep})
+    model(ids, hooks={f"blocks.{layer}.heads": keep})
     return seen["head"]
 
 
@@ -58,7 +58,7 @@ def solution_patch_head(
     model, clean: torch.Tensor, corrupted: torch.Tensor, layer: int, head: int, pos: int
 ) -> torch.Tensor:
     """The corrupted run's logits (B, T, V), one head at one position copied from the clean run."""
-    point = f"blocks.{layer}.attn.head_out"
+    point = f"blocks.{layer}.heads"
     source = {}
 
     def keep(x):  # the clean run: store, change nothing
@@ -77,7 +77,7 @@ def solution_mean_ablate(
     model, clean: torch.Tensor, corrupted: torch.Tensor, layer: int, head: int
 ) -> torch.Tensor:
     """The clean run's logits (B, T, V) with one head replaced by its balanced mean."""
-    point = f"blocks.{layer}.attn.head_out"
+    point = f"blocks.{layer}.heads"
     seen = []
 
     def keep(x):

@@ -18,9 +18,9 @@ smollm2  SmolLM2-135M-Instruct: LLaMA-style decoder, 30 layers, 9 query heads sh
 Both models' layers are the core's MultiHeadAttention, and both forwards take:
     attention_fn=   the attention function of every layer: the core's by default,
                     attention.flash_attention, or fn(q, k, v, mask) -> output of your own
-    hooks=          {"blocks.3.attn.head_out": fn, "blocks.3.resid_post": fn, ...} to read or
+    hooks=          {"blocks.3.heads": fn, "blocks.3.resid_post": fn, ...} to read or
                     replace activations (model.hook_names() lists them; see .blocks, .points)
-    ablate=         {(layer, head), ...} heads to silence (a shorthand for head_out hooks)
+    ablate=         {(layer, head), ...} heads to silence (a shorthand for heads hooks)
 model.causal and model.rotary say how a model sees the text; MODELS[name].demo_text is the
 text the explorers open with. token_losses and perplexity score a text (.loss).
 

@@ -11,11 +11,11 @@ naming scheme for both models, `model.hook_names()`). Pass a dict {name: fn} to 
 fn(tensor) returns None to leave the tensor as it is (reading), or a tensor of the same shape
 to replace it. The names are points.hook_name(layer, point), e.g.
 
-    blocks.{i}.resid_pre        (B, T, M)    the residual stream entering block i
-    blocks.{i}.attn.weights     (B, H, T, Tk) each head's attention map (rows sum to 1); a
-                                             replacement is what the values are averaged by
-    blocks.{i}.attn.head_out    (B, H, T, D) each head's output, before the heads are merged
-    blocks.{i}.resid_post       (B, T, M)    the residual stream leaving block i
+    blocks.{i}.resid_pre    (B, T, M)     the residual stream entering block i
+    blocks.{i}.weights      (B, H, T, Tk) each head's attention map (rows sum to 1); a
+                                          replacement is what the values are averaged by
+    blocks.{i}.heads        (B, H, T, D)  each head's output, before the heads are merged
+    blocks.{i}.resid_post   (B, T, M)     the residual stream leaving block i
     (and attn_norm, attn_out, resid_mid, ffn_norm, ffn: see .points)
 
     seen = {}
@@ -25,7 +25,7 @@ to replace it. The names are points.hook_name(layer, point), e.g.
         heads = heads.clone()
         heads[:, 1] = 0.0
         return heads
-    model(ids, hooks={"blocks.3.resid_post": keep, "blocks.3.attn.head_out": silence_head_1})
+    model(ids, hooks={"blocks.3.resid_post": keep, "blocks.3.heads": silence_head_1})
 
 Without hooks the forward pass runs no hook code at all: the same operations, bit for bit.
 `ablate={(layer, head), ...}` is a shorthand that attaches such hooks (scaling by 0 or 1).
@@ -47,7 +47,7 @@ from . import points
 from .checks import heads_to_keep
 
 Hook = Callable[[Tensor], Tensor | None]
-HOOK_POINTS = tuple(p.hook for p in points.POINTS if p.hook is not None)  # "attn.head_out", ...
+HOOK_POINTS = points.HOOKED  # the points a hook may name: "resid_pre", ..., "heads", ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class LayerResult(Mapping[str, Tensor | None]):
     """What one block computed: the points asked for, by name (.points), read as
     out.layers[i].q or out.layers[i]["q"]. By default the attention's: q_raw, k_raw (B, H|Hkv,
     T, D) before RoPE, q, k (after RoPE, cached keys first), v, weights (None if the attention
-    function keeps none) and heads (after any head_out hook)."""
+    function keeps none) and heads (after any heads hook)."""
 
     def __init__(self, kept: Mapping[str, Tensor | None]) -> None:
         self._kept = dict(kept)
@@ -115,11 +115,18 @@ class ModelOutput:
 
 
 class PretrainedModel(nn.Module):
-    """A model whose blocks run the core's attention; subclasses say how they see the text."""
+    """A model whose blocks run the core's attention; a subclass says how it sees the text in
+    its class line: class SmolLM2(PretrainedModel, family="smollm2", causal=True, rotary=True)."""
 
+    family: str  # "smollm2" or "minilm": which points its blocks emit (.points)
     causal: bool  # a token sees only itself and earlier tokens
     rotary: bool  # positions enter by rotating q and k (RoPE), so q_raw differs from q
-    family: str  # "smollm2" or "minilm": which points its blocks emit (.points)
+
+    def __init_subclass__(cls, **more: Any) -> None:
+        said = {k: more.pop(k) for k in ("family", "causal", "rotary") if k in more}
+        super().__init_subclass__(**more)
+        for k, v in said.items():  # a subclass of SmolLM2 keeps SmolLM2's unless it says
+            setattr(cls, k, v)
 
     def __init__(self, cfg: ModelSizes) -> None:
         super().__init__()
@@ -156,7 +163,7 @@ def prepare_hooks(
         known = set(model.hook_names())
         for name, fn in hooks.items():
             if name not in known:
-                emitted = [p.hook for p in points.POINTS if model.family in p.models]
+                emitted = list(points.hook_points(model.family))
                 raise ValueError(
                     f"hooks: unknown hook point {name!r}; expected 'blocks.<layer>.<point>' with "
                     f"layer in [0, {model.cfg.n_layers}) and point one of {emitted}"
@@ -170,7 +177,7 @@ def prepare_hooks(
 
 
 def _silence(keep: Tensor, then: Hook | None, name: str) -> Hook:
-    """A head_out hook that scales head h by keep[h] (0 silences it), then runs `then`."""
+    """A heads hook that scales head h by keep[h] (0 silences it), then runs `then`."""
 
     def hook(heads: Tensor) -> Tensor:
         heads = heads * keep.to(heads)[:, None, None]  # (B, H, T, D)
@@ -276,7 +283,7 @@ def run_blocks(
 
 
 def _weights_hooked(fn: Hook, name: str, attn: Mapping[str, Any]) -> Callable[..., Any]:
-    """The core's attention function with an attn.weights hook between softmax and values:
+    """The core's attention function with a weights hook between softmax and values:
     reading leaves its result as it is (bit for bit); a replacement W gives output W @ v."""
     if attn.get("attention_fn") is not None:
         raise ValueError(

@@ -84,12 +84,8 @@ class EncoderBlock(nn.Module):
         return self.ffn_norm(h + emit("ffn", self.down(F.gelu(self.up(h))))), a
 
 
-class MiniLM(PretrainedModel):
+class MiniLM(PretrainedModel, family="minilm", causal=False, rotary=False):
     """The encoder; build it with `load_pretrained("minilm")` or `from_hf_tensors`."""
-
-    causal = False
-    rotary = False
-    family = "minilm"
 
     def __init__(self, cfg: MiniLMConfig) -> None:
         super().__init__(cfg)

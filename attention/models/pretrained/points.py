@@ -2,8 +2,8 @@
 
 A point's name is the key of the layer's result (out.layers[i].q, out.layers[i]["attn_out"]),
 the step the debugger reports (layer 0, step 'q'), and, with its layer, a hook point:
-hook_name(3, "heads") == "blocks.3.attn.head_out". The attention's points are named as the
-core's MultiHeadResult names its fields. In the order a block reaches them:
+hook_name(3, "heads") == "blocks.3.heads". The attention's points are named as the core's
+MultiHeadResult names its fields. In the order a block reaches them:
 
     resid_pre   (B, T, M)         the residual stream entering the block
     attn_norm   (B, T, M)         RMSNorm(resid_pre): what the attention reads (SmolLM2)
@@ -22,9 +22,9 @@ core's MultiHeadResult names its fields. In the order a block reaches them:
     ffn         (B, T, M)         the feed-forward's output
     resid_post  (B, T, M)         the residual stream leaving the block
 
-A point with a hook address can be read or replaced by a hook, in the models that emit it.
-Adding an activation: a row below, and `emit("name", x)` where a block computes it (or, for
-a field of the core's MultiHeadResult, the row alone).
+A point a model emits (its `models`) can be read or replaced there by a hook. Adding an
+activation: a row below, and `emit("name", x)` where a block computes it (or, for a field of
+the core's MultiHeadResult, the row alone).
 """
 
 from __future__ import annotations
@@ -37,35 +37,33 @@ BOTH = ("smollm2", "minilm")
 
 @dataclass(frozen=True)
 class Point:
-    name: str  # the key in a layer's result and the debugger's step
-    hook: str | None  # where a hook sits in the block ("attn.head_out"); None: no hook
+    name: str  # the key in a layer's result, the debugger's step and the hook's last part
     models: tuple[str, ...] = ()  # the models whose blocks emit it through a hook
     attention: bool = False  # a field of the core's MultiHeadResult, read from the attention
     default: bool = False  # kept in out.layers[i] unless other points are asked for
 
 
 POINTS = (
-    Point("resid_pre", "resid_pre", BOTH),
-    Point("attn_norm", "attn_norm", ("smollm2",)),
-    Point("q_raw", None, attention=True, default=True),
-    Point("k_raw", None, attention=True, default=True),
-    Point("q", None, attention=True, default=True),
-    Point("k", None, attention=True, default=True),
-    Point("v", None, attention=True, default=True),
-    Point("mask", None),
-    Point("weights", "attn.weights", BOTH, attention=True, default=True),
-    Point("heads", "attn.head_out", BOTH, attention=True, default=True),
-    Point("attn_out", "attn_out", BOTH),
-    Point("resid_mid", "resid_mid", BOTH),
-    Point("ffn_norm", "ffn_norm", ("smollm2",)),
-    Point("ffn", "ffn", BOTH),
-    Point("resid_post", "resid_post", BOTH),
+    Point("resid_pre", BOTH),
+    Point("attn_norm", ("smollm2",)),
+    Point("q_raw", attention=True, default=True),
+    Point("k_raw", attention=True, default=True),
+    Point("q", attention=True, default=True),
+    Point("k", attention=True, default=True),
+    Point("v", attention=True, default=True),
+    Point("mask"),
+    Point("weights", BOTH, attention=True, default=True),
+    Point("heads", BOTH, attention=True, default=True),
+    Point("attn_out", BOTH),
+    Point("resid_mid", BOTH),
+    Point("ffn_norm", ("smollm2",)),
+    Point("ffn", BOTH),
+    Point("resid_post", BOTH),
 )
 NAMES = tuple(p.name for p in POINTS)  # every point, in the order a block reaches them
 ATTENTION = tuple(p.name for p in POINTS if p.attention)  # read from the core's result
 DEFAULT = tuple(p.name for p in POINTS if p.default)  # what out.layers[i] keeps by default
-_BY_HOOK = {p.hook: p.name for p in POINTS if p.hook is not None}
-_HOOK = {p.name: p.hook for p in POINTS if p.hook is not None}
+HOOKED = tuple(p.name for p in POINTS if p.models)  # the points some model emits to hooks
 _NAME = re.compile(r"blocks\.(\d+)\.(.+)")
 
 
@@ -80,18 +78,18 @@ def block_key(layer: int, name: str) -> str:
 
 
 def hook_name(layer: int, point: str) -> str:
-    """The hook point of `point` in block `layer`: (3, "heads") -> "blocks.3.attn.head_out"."""
-    if point not in _HOOK:
-        raise ValueError(f"point: expected one of {list(_HOOK)}, got {point!r}")
-    return block_key(layer, _HOOK[point])
+    """The hook point of `point` in block `layer`: (3, "heads") -> "blocks.3.heads"."""
+    if point not in HOOKED:
+        raise ValueError(f"point: expected one of {list(HOOKED)}, got {point!r}")
+    return block_key(layer, point)
 
 
 def parse_hook_name(name: str) -> tuple[int, str]:
-    """(layer, point) of a hook point: "blocks.3.attn.head_out" -> (3, "heads")."""
+    """(layer, point) of a hook point: "blocks.3.heads" -> (3, "heads")."""
     match = _NAME.fullmatch(name) if isinstance(name, str) else None
-    if match is None or match[2] not in _BY_HOOK:
+    if match is None or match[2] not in HOOKED:
         raise ValueError(
-            f"hook name: expected 'blocks.<layer>.<point>' with point one of {list(_BY_HOOK)}, "
+            f"hook name: expected 'blocks.<layer>.<point>' with point one of {list(HOOKED)}, "
             f"got {name!r}"
         )
-    return int(match[1]), _BY_HOOK[match[2]]
+    return int(match[1]), match[2]

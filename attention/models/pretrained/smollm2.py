@@ -144,12 +144,8 @@ class DecoderBlock(nn.Module):
         return h + emit("ffn", self.ffn(emit("ffn_norm", self.ffn_norm(h)))), a
 
 
-class SmolLM2(PretrainedModel):
+class SmolLM2(PretrainedModel, family="smollm2", causal=True, rotary=True):
     """The decoder; build it with `load_pretrained("smollm2")` or `from_gguf_tensors`."""
-
-    causal = True
-    rotary = True
-    family = "smollm2"
 
     def __init__(self, cfg: SmolLM2Config) -> None:
         super().__init__(cfg)
@@ -184,7 +180,7 @@ class SmolLM2(PretrainedModel):
             last_only: compute logits for the last position only, (B, 1, V): all that
                 generation needs, and the output layer is a quarter of the work.
             ablate: (layer, head) pairs whose head output is zeroed; None or empty changes
-                nothing, bit for bit. A shorthand for head_out hooks.
+                nothing, bit for bit. A shorthand for heads hooks.
             hooks: {hook point: fn} to read or replace activations (see .blocks; the names
                 are model.hook_names()). None or {} is the plain forward pass, bit for bit.
             attention_fn: the attention function of every layer (see MultiHeadAttention):
