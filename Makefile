@@ -91,7 +91,7 @@ hub: $(STAMP)
 
 # Rewrite lessons/explorers.ipynb (every explorer, one per cell) from widgets/explorers.toml.
 gallery: $(STAMP)
-	$(PY) -c "from widgets.registry import write_gallery; print('wrote', write_gallery())"
+	$(PY) -c "from widgets.registry import write_gallery, write_lessons_readme as w; print('wrote', write_gallery(), w())"
 
 # The benchmark scripts that print benchmarks/README.md's figures (about 15 minutes). The
 # sliding-window and sink experiment takes about 25 more: $(PY) benchmarks/sink_window.py

@@ -7,8 +7,8 @@ lessons that build it, and what it shows. Read by `widgets` and `widgets.explore
 public names), by widgets.explorers.base (each explorer's CSS class, export prefix and the
 function its refresh computes), by the tests (parametrised over EXPLORERS; the principal panels
 of tests/explorers/test_accessibility.py), by the classroom gallery lessons/explorers.ipynb
-(written from it: `make gallery`, and a test checks it is current) and by the tests that check
-lessons/README.md and the lessons against it.
+and the explorers of lessons/README.md's lesson rows (both written from it by `make gallery`;
+a test checks they are current) and by the test that checks the lessons build theirs.
 
 Adding an explorer: its pure function in attention/explore/<stem>.py, its explorer in
 widgets/explorers/<stem>.py, one table in explorers.toml, and its lesson
@@ -21,6 +21,7 @@ explore module when asked): the classroom server reads it.
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,6 +179,28 @@ def gallery_notebook() -> dict:
     }
 
 
+# --- lessons/README.md's column "you explore with" -----------------------------------------
+
+LESSONS_README = GALLERY.with_name("README.md")
+_ROW = re.compile(r"\| (\d+) \|")
+_NAMES = re.compile(r" *(`\w+`(?:, `\w+`)*)?(.*)", re.S)
+
+
+def lessons_readme(text: str) -> str:
+    """lessons/README.md's text with each lesson row's explorers written from the registry: the
+    explorers whose `lessons` hold the row's number, then what the row says after them (rows of
+    lessons without an explorer keep their own words)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        row = _ROW.match(line)
+        names = [f"`{e.name}`" for e in EXPLORERS if row and int(row[1]) in e.lessons]
+        if names:
+            cells = line.split("|")
+            cells[-3] = f" {', '.join(names)}{_NAMES.fullmatch(cells[-3])[2]}"
+            lines[i] = "|".join(cells)
+    return "".join(lines)
+
+
 def write_gallery(path: Path = GALLERY) -> Path:
     """Write the gallery notebook (refusing to overwrite a file that is not the gallery)."""
     import json
@@ -188,4 +211,10 @@ def write_gallery(path: Path = GALLERY) -> Path:
         if "".join(first.get("source", "")).splitlines()[:1] != GALLERY_INTRO.splitlines()[:1]:
             raise ValueError(f"{path}: not the explorers gallery; refusing to overwrite it")
     path.write_text(json.dumps(gallery_notebook(), indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_lessons_readme(path: Path = LESSONS_README) -> Path:
+    """Rewrite the explorers of lessons/README.md's lesson rows from the registry."""
+    path.write_text(lessons_readme(path.read_text()))
     return path
