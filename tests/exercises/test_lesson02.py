@@ -1,5 +1,5 @@
 """The checkers of lesson 2 (attention as weighted averaging) name typical mistakes (what all
-checkers do: test_exercises.py)."""
+checkers do: test_kit.py)."""
 
 from __future__ import annotations
 

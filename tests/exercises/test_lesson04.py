@@ -1,5 +1,5 @@
 """The checkers of lesson 4 (scaled dot-product attention) name typical mistakes (what all checkers
-do: test_exercises.py)."""
+do: test_kit.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The checkers of lesson 6 (masks) name typical mistakes (what all checkers do:
-test_exercises.py)."""
+test_kit.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The checkers of lesson 10 (the Transformer block) name typical mistakes (what all checkers do:
-test_exercises.py)."""
+test_kit.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checkers of lesson 11 name typical mistakes (what all checkers do: test_exercises.py)."""
+"""The checkers of lesson 11 name typical mistakes (what all checkers do: test_kit.py)."""
 
 import pytest
 import torch
@@ -7,12 +7,7 @@ from attention.exercises import lesson11 as M
 from attention.exercises.lesson11 import check_greedy_step, check_sequence_loss, check_shift_right
 from attention.models.toy.checkpoints import load_reverse_model
 from attention.models.toy.data import PAD, make_batch
-
-
-def run(check, fn, capsys):
-    ok = check(fn)
-    return ok, capsys.readouterr().out
-
+from tests.exercises.checker_answers import run
 
 # --- shift right ------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The checkers of lesson 12 name typical mistakes (what all checkers do: test_exercises.py)."""
+"""The checkers of lesson 12 name typical mistakes (what all checkers do: test_kit.py)."""
 
 import pytest
 import torch
@@ -20,11 +20,7 @@ from attention.exercises.solutions.lesson12 import (
     solution_sink_share,
     solution_top_k_filter,
 )
-
-
-def run(check, fn, capsys):
-    ok = check(fn)
-    return ok, capsys.readouterr().out
+from tests.exercises.checker_answers import run
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The checkers of lesson 15 (RoPE, windows and sinks, ALiBi, perplexity) name typical mistakes
-(what all checkers do: test_exercises.py)."""
+(what all checkers do: test_kit.py)."""
 
 from __future__ import annotations
 

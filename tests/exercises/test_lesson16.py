@@ -1,5 +1,5 @@
 """The checkers of lesson 16 reject each named slip with its name (what all checkers do:
-test_exercises.py). SLIPPED holds a wrong piece for each slip the debugger knows
+test_kit.py). SLIPPED holds a wrong piece for each slip the debugger knows
 (compare.SLIPS); tests/models/test_debugger.py feeds the same ones into the assembled model and
 checks that the debugger finds them."""
 

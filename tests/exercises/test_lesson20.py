@@ -1,4 +1,4 @@
-"""The checkers of lesson 20 name typical mistakes (what all checkers do: test_exercises.py)."""
+"""The checkers of lesson 20 name typical mistakes (what all checkers do: test_kit.py)."""
 
 from __future__ import annotations
 
