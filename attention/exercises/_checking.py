@@ -221,6 +221,15 @@ def expect_tensor(got: Any, *, what: str = "", shape: Sequence[int] | None = Non
     return got
 
 
+def refuse_unaveraged(
+    got: Tensor, want: Tensor, unaveraged: Sequence[int], one: str, advice: str
+) -> None:
+    """Raise Wrong if got has the shape `unaveraged` of an answer one average short of want:
+    "expected one {one}, shape {want's}, got {got's}: {advice}"."""
+    if _shape(got) == tuple(unaveraged):
+        raise Wrong(f"expected one {one}, shape {_shape(want)}, got {_shape(got)}: {advice}")
+
+
 def as_int(got: Any) -> Any:
     """Accept 12, 12.0 and tensor(12) as the count 12; anything else is returned unchanged."""
     if isinstance(got, Tensor) and got.numel() == 1 and got.layout == torch.strided:

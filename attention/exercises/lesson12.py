@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._checking import Wrong, call, checker, compare, expect_tensor
+from ._checking import Wrong, call, checker, compare, expect_tensor, refuse_unaveraged
 
 LESSON = "12_real_model_attention"
 __all__ = [
@@ -59,11 +59,8 @@ def check_sink_share(fn: Callable[[Tensor], Tensor]) -> None:
     weights = _causal_weights((n_layers, n_heads, t, t), seed=12, bias=sink)
     want = weights[..., 1:, 0].mean((1, 2))  # (L,)
     got = expect_tensor(call(fn, weights), what="sink share")
-    if tuple(got.shape) == (n_layers, n_heads):
-        raise Wrong(
-            f"expected one number per layer, shape ({n_layers},), got {tuple(got.shape)}: "
-            "that is one per head; average over the heads too"
-        )
+    advice = "that is one per head; average over the heads too"
+    refuse_unaveraged(got, want, (n_layers, n_heads), "number per layer", advice)
     mistakes = [
         (
             weights[..., :, 0].mean((1, 2)),

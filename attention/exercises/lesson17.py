@@ -25,7 +25,15 @@ from ..models.toy.induction import (
     make_sequences,
     repeated_loss,
 )
-from ._checking import Wrong, call, checker, compare, expect_number, expect_tensor, randn
+from ._checking import (
+    call,
+    checker,
+    compare,
+    expect_number,
+    expect_tensor,
+    randn,
+    refuse_unaveraged,
+)
 from .lesson12 import _band, _causal_weights  # random causal maps, as lesson 12's checkers use
 
 LESSON = "17_induction_heads"
@@ -96,11 +104,8 @@ def check_batch_previous_token_score(fn: Callable[[Tensor], Tensor]) -> None:
     weights = _causal_weights((b, n_heads, t, t), seed=18, bias=bias)
     want = previous_token_score(weights).mean(0)  # (H,)
     got = expect_tensor(call(fn, weights), what="previous-token score")
-    if tuple(got.shape) == (b, n_heads):
-        raise Wrong(
-            f"expected one score per head, shape ({n_heads},), got {tuple(got.shape)}: one per "
-            "sequence and head; average over the batch (dim 0) too"
-        )
+    advice = "one per sequence and head; average over the batch (dim 0) too"
+    refuse_unaveraged(got, want, (b, n_heads), "score per head", advice)
     mistakes = [
         (
             _diagonal(weights, 0).mean((0, -1)),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from ..sandbox.limits import check_int
 
-SEEDS = (0, 2**31 - 1)  # the seeds torch.manual_seed and Generator take
-
 
 def check_lengths(name: str, values: tuple[int, ...], high: int) -> None:
     if not isinstance(values, tuple) or not values:
@@ -14,7 +12,8 @@ def check_lengths(name: str, values: tuple[int, ...], high: int) -> None:
         check_int(name, v, 1, high)
 
 
-def check_ints(params: object, **ranges: tuple[int, int]) -> None:
-    """check_int each named field of params against its range: name=(low, high), inclusive."""
-    for name, (low, high) in ranges.items():
-        check_int(name, getattr(params, name), low, high)
+def check_rate(name: str, value: object) -> float:
+    """Raise ValueError unless value is a float in (0, 1) (a learning rate); return it."""
+    if not (isinstance(value, float) and 0 < value < 1):
+        raise ValueError(f"{name}: expected a float in (0, 1), got {value!r}")
+    return value

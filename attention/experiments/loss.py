@@ -17,7 +17,7 @@ from torch import Tensor
 from ..masks import causal_mask, sliding_window_mask
 from ..models.cache import pretrained_model
 from ..models.pretrained import DECODER, perplexity, token_losses
-from ..sandbox.limits import check_choice, check_int
+from ..sandbox.limits import bounded, check_fields, one_of
 
 __all__ = ["LOSS_MASKS", "LossParams", "LossResult", "loss_mask", "text_loss"]
 
@@ -33,17 +33,14 @@ class LossParams:
     """
 
     text: str
-    max_tokens: int = 160
+    max_tokens: int = bounded(160, 2, 1024)
     ablate: tuple[tuple[int, int], ...] = ()
-    mask: str = "causal"
-    window: int = 16
-    sinks: int = 0
+    mask: str = one_of("causal", LOSS_MASKS)
+    window: int = bounded(16, 1, 1024)
+    sinks: int = bounded(0, 0, 1024)
 
     def __post_init__(self) -> None:
-        check_int("max_tokens", self.max_tokens, 2, 1024)
-        check_choice("mask", self.mask, LOSS_MASKS)
-        check_int("window", self.window, 1, 1024)
-        check_int("sinks", self.sinks, 0, 1024)
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import torch
 from torch import Tensor, nn
 
 from ..positional import sinusoidal_positional_encoding
-from ..sandbox.limits import one_thread
+from ..sandbox.limits import SEEDS, bounded, check_fields, checked, one_thread
 from ..transformer import Encoder
-from ._checks import SEEDS, check_ints
+from ._checks import check_rate
 
 __all__ = ["NormPlacementParams", "NormPlacementResult", "NormPlacementRun", "norm_placement"]
 
@@ -32,25 +32,21 @@ class NormPlacementParams:
     constant learning rate and with a linear warmup over `warmup` steps.
     """
 
-    n_layers: int = 12
-    d_model: int = 32
-    n_heads: int = 4
-    seq_len: int = 12
-    vocab: int = 16
-    batch_size: int = 32
-    steps: int = 60
-    lr: float = 1e-2
-    warmup: int = 30
-    seed: int = 0
+    n_layers: int = bounded(12, 1, 48)
+    d_model: int = bounded(32, 1, 512)
+    n_heads: int = bounded(4, 1, 64)
+    seq_len: int = bounded(12, 1, 256)
+    vocab: int = bounded(16, 2, 10_000)
+    batch_size: int = bounded(32, 1, 4096)
+    steps: int = bounded(60, 1, 100_000)
+    lr: float = checked(1e-2, check_rate)
+    warmup: int = bounded(30, 1, 100_000)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
-        check_ints(self, n_layers=(1, 48), d_model=(1, 512), n_heads=(1, 64), seq_len=(1, 256))
-        check_ints(self, vocab=(2, 10_000), batch_size=(1, 4096), steps=(1, 100_000))
-        check_ints(self, warmup=(1, 100_000), seed=SEEDS)
+        check_fields(self)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not (isinstance(self.lr, float) and 0 < self.lr < 1):
-            raise ValueError(f"lr: expected a float in (0, 1), got {self.lr!r}")
 
 
 @dataclass(frozen=True)

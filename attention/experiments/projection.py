@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..sandbox.limits import one_thread
-from ._checks import SEEDS, check_ints, check_lengths
+from ..sandbox.limits import SEEDS, bounded, check_fields, one_thread
+from ._checks import check_lengths
 
 __all__ = ["ProjectionVarianceParams", "ProjectionVarianceResult", "projection_variance"]
 
@@ -27,14 +27,14 @@ class ProjectionVarianceParams:
     q = x W_q and k = x W_k by nn.Linear(d_model, d_k) with PyTorch's default initialisation."""
 
     d_ks: tuple[int, ...] = (4, 16, 64, 256)
-    d_model: int = 256
-    n_tokens: int = 512
-    n_inits: int = 8  # independent weight draws, pooled
-    seed: int = 0
+    d_model: int = bounded(256, 1, 4096)
+    n_tokens: int = bounded(512, 2, 100_000)
+    n_inits: int = bounded(8, 1, 1000)  # independent weight draws, pooled
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
         check_lengths("d_ks", self.d_ks, 4096)
-        check_ints(self, d_model=(1, 4096), n_tokens=(2, 100_000), n_inits=(1, 1000), seed=SEEDS)
+        check_fields(self)
 
 
 @dataclass(frozen=True)

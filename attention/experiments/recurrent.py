@@ -16,8 +16,8 @@ from torch import Tensor, nn
 
 from ..models.toy.data import ToyTask
 from ..models.toy.rnn import RNNSeq2Seq, rnn_exact_by_length, train_rnn
-from ..sandbox.limits import one_thread
-from ._checks import SEEDS, check_ints, check_lengths
+from ..sandbox.limits import SEEDS, bounded, check_fields, checked, one_thread
+from ._checks import check_lengths, check_rate
 
 __all__ = [
     "RECURRENT_KINDS",
@@ -40,18 +40,18 @@ class RecurrentMemoryParams:
 
     lengths: tuple[int, ...] = (1, 2, 5, 10, 20, 40, 80)
     kinds: tuple[str, ...] = RECURRENT_KINDS
-    d_in: int = 8
-    d_hidden: int = 8
-    n_sentences: int = 32
+    d_in: int = bounded(8, 1, 256)
+    d_hidden: int = bounded(8, 1, 256)
+    n_sentences: int = bounded(32, 1, 1024)
     lstm_forget_bias: float = 0.0
-    seed: int = 0
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
         check_lengths("lengths", self.lengths, 400)
         bad = [k for k in self.kinds if k not in RECURRENT_KINDS]
         if not self.kinds or bad:
             raise ValueError(f"kinds: expected some of {RECURRENT_KINDS}, got {self.kinds!r}")
-        check_ints(self, d_in=(1, 256), d_hidden=(1, 256), n_sentences=(1, 1024), seed=SEEDS)
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -107,19 +107,16 @@ def recurrent_memory(params: RecurrentMemoryParams) -> RecurrentMemoryResult:
 class BottleneckParams:
     """The reverse task up to max_len digits; both models get the same data, steps and sizes."""
 
-    max_len: int = 10
-    steps: int = 200
-    batch_size: int = 64
-    lr: float = 1e-2  # the peak of train_rnn's one-cycle schedule
-    d_hidden: int = 64
-    n_eval: int = 1000
-    seed: int = 0
+    max_len: int = bounded(10, 2, 30)
+    steps: int = bounded(200, 1, 100_000)
+    batch_size: int = bounded(64, 1, 4096)
+    lr: float = checked(1e-2, check_rate)  # the peak of train_rnn's one-cycle schedule
+    d_hidden: int = bounded(64, 1, 1024)
+    n_eval: int = bounded(1000, 1, 100_000)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
-        check_ints(self, max_len=(2, 30), steps=(1, 100_000), batch_size=(1, 4096))
-        check_ints(self, d_hidden=(1, 1024), n_eval=(1, 100_000), seed=SEEDS)
-        if not (isinstance(self.lr, float) and 0 < self.lr < 1):
-            raise ValueError(f"lr: expected a float in (0, 1), got {self.lr!r}")
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Helpers shared by the explorers' pure functions: size limits, argument checks, one thread.
 
-The checks and one_thread live in attention/sandbox/limits.py (the lessons' experiments use them
-too); they are imported here so that every explorer module reads them from one neighbour.
+The checks, the self-checking dataclass fields (bounded, one_of, ...) and one_thread live in
+attention/sandbox/limits.py (the lessons' experiments use them too); they are imported here so
+that every explorer module reads them from one neighbour.
 """
 
 from __future__ import annotations
@@ -11,14 +12,31 @@ from functools import lru_cache
 import torch
 
 from ..multihead import MultiHeadAttention
-from ..sandbox.limits import check_bool, check_choice, check_int, one_thread
+from ..sandbox.limits import (
+    SEEDS,
+    bounded,
+    bounded_float,
+    check_bool,
+    check_choice,
+    check_fields,
+    check_int,
+    flag,
+    one_of,
+    one_thread,
+)
 
 __all__ = [
     "MAX_LEN",
     "MAX_WIDTH",
+    "SEEDS",
+    "bounded",
+    "bounded_float",
     "check_bool",
     "check_choice",
+    "check_fields",
     "check_int",
+    "flag",
+    "one_of",
     "one_thread",
     "seeded_mha",
 ]

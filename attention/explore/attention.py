@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..multihead import merge_heads, split_heads
-from ._util import MAX_LEN, MAX_WIDTH, check_int
+from ._util import MAX_LEN, MAX_WIDTH, SEEDS, bounded, check_fields, check_int
 from .mask import MASK_KINDS, Mask, check_mask_tuple, preset_mask
 
 __all__ = [
@@ -42,31 +42,28 @@ class AttentionParams:
     tokens and the merged output are d_model = n_heads * d_k wide (at most MAX_WIDTH).
     """
 
-    seq_len: int = 6  # Tq, number of queries (and of keys in self-attention)
-    d_k: int = 16  # D, the width of q and k in each head
-    n_heads: int = 1  # H; the model width is d_model = H * d_k
+    seq_len: int = bounded(6, 1, MAX_LEN)  # Tq, number of queries (and of keys in self-attention)
+    d_k: int = bounded(16, 1, MAX_WIDTH)  # D, the width of q and k in each head
+    n_heads: int = bounded(1, 1, MAX_WIDTH)  # H; the model width is d_model = H * d_k
     mask: str = "none"  # one of MASK_KINDS
     pad_len: int = 1  # "padding": the last pad_len keys are padding
     custom_mask: Mask | None = None  # "custom": (Tq, Tk), True = may attend
     scaled: bool = True  # divide the scores by sqrt(D)
     temperature: float = 1.0  # then divide by the temperature
-    seed: int = 0
+    seed: int = bounded(0, *SEEDS)
     query_row: int = 0  # the query whose weights the readouts describe
     head: int = 0  # the head shown in the single-head panels
     cross: bool = False  # keys and values from a second sequence of length key_len
-    key_len: int = 6
+    key_len: int = bounded(6, 1, MAX_LEN)
 
     def __post_init__(self) -> None:
-        check_int("seq_len", self.seq_len, 1, MAX_LEN)
-        check_int("key_len", self.key_len, 1, MAX_LEN)
-        check_int("d_k", self.d_k, 1, MAX_WIDTH)
-        check_int("n_heads", self.n_heads, 1, MAX_WIDTH)
+        check_fields(self)
         if self.d_model > MAX_WIDTH:
             raise ValueError(
                 f"d_model = n_heads * d_k = {self.n_heads} * {self.d_k} = {self.d_model} exceeds "
                 f"{MAX_WIDTH}; choose n_heads <= {max_heads(self.d_k)}"
             )
-        if self.mask not in MASK_KINDS:
+        if self.mask not in MASK_KINDS:  # not one_of: this message shows the tuple
             raise ValueError(f"mask: expected one of {MASK_KINDS}, got {self.mask!r}")
         check_int("pad_len", self.pad_len, 0, self.tk)
         if self.mask == "custom" and self.custom_mask is not None:
@@ -76,7 +73,6 @@ class AttentionParams:
             raise ValueError(
                 f"temperature: expected a value in [{lo}, {hi}], got {self.temperature}"
             )
-        check_int("seed", self.seed, 0, 2**31 - 1)
         check_int("query_row", self.query_row, 0, self.seq_len - 1)
         check_int("head", self.head, 0, self.n_heads - 1)
 

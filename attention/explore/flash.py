@@ -20,7 +20,7 @@ from ..flash import FlashStep, flash_attention_steps
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask
 from ..memory import MemoryTraffic, flash_attention_traffic, naive_attention_traffic
-from ._util import check_bool, check_int
+from ._util import SEEDS, bounded, check_fields, check_int, flag
 
 __all__ = ["FlashExploration", "FlashParams", "explore_flash"]
 
@@ -67,19 +67,16 @@ class FlashParams:
     d_head: width of q, k and v (1..16).
     """
 
-    seq_len: int = 8
+    seq_len: int = bounded(8, 2, FLASH_SEQ_MAX)
     block_size: int = 2
-    causal: bool = False
-    seed: int = 0
+    causal: bool = flag(False)
+    seed: int = bounded(0, *SEEDS)
     step: int = 0
-    d_head: int = 4
+    d_head: int = bounded(4, 1, FLASH_D_HEAD_MAX)
 
     def __post_init__(self) -> None:
-        check_int("seq_len", self.seq_len, 2, FLASH_SEQ_MAX)
+        check_fields(self)
         check_int("block_size", self.block_size, min_block_size(self.seq_len), self.seq_len)
-        check_bool("causal", self.causal)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_int("d_head", self.d_head, 1, FLASH_D_HEAD_MAX)
         check_int("step", self.step, 0, self.n_steps)
 
     @property

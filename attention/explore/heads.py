@@ -14,7 +14,7 @@ from torch import Tensor
 from .._checks import check_divisible
 from ..functional import scaled_dot_product_attention
 from ..multihead import divisors
-from ._util import check_choice, check_int, seeded_mha
+from ._util import SEEDS, bounded, check_fields, seeded_mha
 
 __all__ = [
     "HEADS_BATCH_MAX",
@@ -43,20 +43,15 @@ def head_choices(d_model: int) -> list[int]:
 class HeadsParams:
     """Settings of the heads explorer: d_model from HEADS_D_MODELS, n_heads dividing it."""
 
-    d_model: int = 16
-    n_heads: int = 4
-    seq_len: int = 6
-    batch: int = 2
-    seed: int = 0
+    d_model: int = bounded(16, 1, max(HEADS_D_MODELS), choices=HEADS_D_MODELS)
+    n_heads: int = bounded(4, 1, HEADS_MAX)
+    seq_len: int = bounded(6, 1, HEADS_SEQ_MAX)
+    batch: int = bounded(2, 1, HEADS_BATCH_MAX)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
-        check_int("d_model", self.d_model, 1, max(HEADS_D_MODELS))
-        check_choice("d_model", self.d_model, HEADS_D_MODELS)
-        check_int("n_heads", self.n_heads, 1, HEADS_MAX)
+        check_fields(self)
         check_divisible("d_model", self.d_model, self.n_heads)
-        check_int("seq_len", self.seq_len, 1, HEADS_SEQ_MAX)
-        check_int("batch", self.batch, 1, HEADS_BATCH_MAX)
-        check_int("seed", self.seed, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True)

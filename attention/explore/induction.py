@@ -32,7 +32,7 @@ from ..models.toy.induction import (
     evaluate,
     key_composition,
 )
-from ._util import check_bool, check_int
+from ._util import bounded, check_fields, check_int, flag
 
 INDUCTION_HEADS = (1, 2, 4)  # heads per layer the explorer offers (d_model 32: even widths)
 INDUCTION_STEPS = (250, 500, 1000, 1500, 2000, 3000)  # training budgets the explorer offers
@@ -57,16 +57,14 @@ class InductionParams:
     min_repeat: int = 4
     max_repeat: int = 16
     positions: str = "learned"
-    layer_norm: bool = False
-    mlp: bool = False
+    layer_norm: bool = flag(False)
+    mlp: bool = flag(False)
     seed: int = 0
-    steps: int = 1000
+    steps: int = bounded(1000, 1, 100_000)
     ablate: int = -1
 
     def __post_init__(self) -> None:
-        check_int("steps", self.steps, 1, 100_000)
-        check_bool("layer_norm", self.layer_norm)
-        check_bool("mlp", self.mlp)
+        check_fields(self)
         self.task(), self.config()  # validate the rest where it is defined
         n = self.n_layers * self.n_heads
         check_int("ablate", self.ablate, -1, n - 1)

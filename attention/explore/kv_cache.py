@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .._checks import divisors
 from ..memory import kv_cache_bytes
-from ._util import check_choice, check_int
+from ._util import bounded, check_fields, check_int, one_of
 
 __all__ = [
     "KV_DTYPES",
@@ -83,27 +83,22 @@ class KVCacheParams:
     n_kv_heads must divide n_heads (grouped-query attention); dtype is a key of KV_DTYPES.
     """
 
-    n_layers: int = 30
-    n_heads: int = 9
+    n_layers: int = bounded(30, 1, KV_LAYERS_MAX)
+    n_heads: int = bounded(9, 1, KV_HEADS_MAX)
     n_kv_heads: int = 3
-    d_head: int = 64
-    seq_len: int = 2048
-    batch: int = 1
-    dtype: str = "float32"
+    d_head: int = bounded(64, 1, KV_D_HEAD_MAX)
+    seq_len: int = bounded(2048, 1, KV_CONTEXT_MAX)
+    batch: int = bounded(1, 1, KV_BATCH_MAX)
+    dtype: str = one_of("float32", KV_DTYPES)
 
     def __post_init__(self) -> None:
-        check_int("n_layers", self.n_layers, 1, KV_LAYERS_MAX)
-        check_int("n_heads", self.n_heads, 1, KV_HEADS_MAX)
+        check_fields(self)
         check_int("n_kv_heads", self.n_kv_heads, 1, self.n_heads)
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}; "
                 f"choose n_kv_heads from {divisors(self.n_heads)}"
             )
-        check_int("d_head", self.d_head, 1, KV_D_HEAD_MAX)
-        check_int("seq_len", self.seq_len, 1, KV_CONTEXT_MAX)
-        check_int("batch", self.batch, 1, KV_BATCH_MAX)
-        check_choice("dtype", self.dtype, KV_DTYPES)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from torch import Tensor
 from .._checks import divisors
 from ..latent import MultiHeadLatentAttention
 from ..memory import kv_cache_bytes, mla_cache_bytes
-from ._util import check_choice, check_int
+from ._util import SEEDS, bounded, check_fields, check_int, one_of
 from .kv_cache import KV_CONTEXTS, KV_DTYPES
 
 __all__ = ["LatentExploration", "LatentParams", "explore_latent"]
@@ -67,21 +67,17 @@ class LatentParams:
     weights and tokens.
     """
 
-    config: str = "DeepSeek-V3"
-    kv_rank: int = 512
-    d_rope: int = 64
+    config: str = one_of("DeepSeek-V3", MLA_PRESETS)
+    kv_rank: int = bounded(512, 1, LATENT_RANKS[-1], choices=LATENT_RANKS)
+    d_rope: int = bounded(64, 1, ROPE_WIDTHS[-1], choices=ROPE_WIDTHS)
     n_kv_heads: int = 8
-    seq_len: int = 32768
-    dtype: str = "bfloat16"
-    toy_rank: int = 16
-    seed: int = 0
+    seq_len: int = bounded(32768, 1, KV_CONTEXTS[-1], choices=KV_CONTEXTS)
+    dtype: str = one_of("bfloat16", KV_DTYPES)
+    toy_rank: int = bounded(16, 1, TOY_RANK_MAX)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
-        check_choice("config", self.config, MLA_PRESETS)
-        check_int("kv_rank", self.kv_rank, 1, LATENT_RANKS[-1])
-        check_choice("kv_rank", self.kv_rank, LATENT_RANKS)
-        check_int("d_rope", self.d_rope, 1, ROPE_WIDTHS[-1])
-        check_choice("d_rope", self.d_rope, ROPE_WIDTHS)
+        check_fields(self)
         h = MLA_PRESETS[self.config].n_heads
         check_int("n_kv_heads", self.n_kv_heads, 1, h)
         if h % self.n_kv_heads:
@@ -89,11 +85,6 @@ class LatentParams:
                 f"n_kv_heads={self.n_kv_heads} does not divide {self.config}'s {h} heads; "
                 f"choose n_kv_heads from {divisors(h)}"
             )
-        check_int("seq_len", self.seq_len, 1, KV_CONTEXTS[-1])
-        check_choice("seq_len", self.seq_len, KV_CONTEXTS)
-        check_choice("dtype", self.dtype, KV_DTYPES)
-        check_int("toy_rank", self.toy_rank, 1, TOY_RANK_MAX)
-        check_int("seed", self.seed, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True)

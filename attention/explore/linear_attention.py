@@ -16,7 +16,6 @@ M = (G * tril(Q K^T)) (I + diag(beta) (G * strict_tril(K K^T)))^-1 diag(beta)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -26,6 +25,7 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..linear import (
+    LinearAttentionResult,
     delta_rule,
     delta_rule_recurrent,
     elu_plus_one,
@@ -33,7 +33,7 @@ from ..linear import (
     linear_attention_recurrent,
 )
 from ..masks import causal_mask
-from ._util import check_int
+from ._util import SEEDS, bounded, bounded_float, check_fields, check_int
 
 __all__ = ["LinearAttentionExploration", "LinearAttentionParams", "explore_linear_attention"]
 
@@ -41,16 +41,6 @@ LINEAR_VARIANTS = ("linear", "delta rule")
 LINEAR_SEQ_MAX = 16
 LINEAR_D_MAX = 8
 GATE_RANGE = (0.5, 1.0)  # the decay alpha the explorer offers (the core takes (0, 1])
-
-
-def _check_unit(name: str, value: object, low: float, high: float, *, open_low: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}: expected a float, got {type(value).__name__}")
-    inside = (low < value if open_low else low <= value) and value <= high
-    if not (math.isfinite(value) and inside):
-        interval = f"{'(' if open_low else '['}{low:g}, {high:g}]"
-        raise ValueError(f"{name}: expected a float in {interval}, got {value}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -63,23 +53,19 @@ class LinearAttentionParams:
     unused by "linear"). seed: q, k and v.
     """
 
-    seq_len: int = 8
-    d_head: int = 4
+    seq_len: int = bounded(8, 2, LINEAR_SEQ_MAX)
+    d_head: int = bounded(4, 2, LINEAR_D_MAX)
     step: int = 3
     variant: str = "linear"
-    gate: float = 1.0
-    beta: float = 1.0
-    seed: int = 0
+    gate: float = bounded_float(1.0, *GATE_RANGE)
+    beta: float = bounded_float(1.0, 0.0, 1.0)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
-        check_int("seq_len", self.seq_len, 2, LINEAR_SEQ_MAX)
-        check_int("d_head", self.d_head, 2, LINEAR_D_MAX)
+        check_fields(self)
         check_int("step", self.step, 1, self.seq_len)
-        if self.variant not in LINEAR_VARIANTS:
+        if self.variant not in LINEAR_VARIANTS:  # not one_of: this message shows the tuple
             raise ValueError(f"variant: expected one of {LINEAR_VARIANTS}, got {self.variant!r}")
-        _check_unit("gate", self.gate, *GATE_RANGE, open_low=False)
-        _check_unit("beta", self.beta, 0.0, 1.0, open_low=False)
-        check_int("seed", self.seed, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -90,11 +76,11 @@ class LinearAttentionExploration:
     q: Tensor  # (T, D) as the variant reads them: phi(q) for "linear", q for "delta rule"
     k: Tensor  # (T, D) phi(k) for "linear", unit keys for "delta rule"
     v: Tensor  # (T, D)
-    parallel_output: Tensor  # (T, D) the parallel form, all rows
-    recurrent_output: Tensor  # (step, D) rows read from the state, token by token
-    state: Tensor  # (D, D) S after `step` tokens
-    normalizer: Tensor | None  # (D,) z after `step` tokens ("linear"); None for the delta rule
-    implicit_weights: Tensor  # (T, T) the causal matrix M with parallel_output = M @ v
+    parallel: LinearAttentionResult  # the parallel form over all T rows (.output (T, D))
+    recurrent: LinearAttentionResult  # the recurrent form over the first `step` tokens:
+    # .output (step, D) the rows read from the state, .state (D, D) S after them, .normalizer
+    # (D,) z after them ("linear"; None for the delta rule)
+    implicit_weights: Tensor  # (T, T) the causal matrix M with parallel.output = M @ v
     softmax_weights: Tensor  # (T, T) causal softmax(q k^T / sqrt(D)) of the raw q and k
     max_difference: float  # max |recurrent - parallel| over the first `step` rows
     state_numbers: int  # D x D (+ D for the normaliser): the same at every step
@@ -138,10 +124,8 @@ def explore_linear_attention(
         q=fq,
         k=fk,
         v=v,
-        parallel_output=par.output,
-        recurrent_output=rec.output,
-        state=rec.state,
-        normalizer=rec.normalizer,
+        parallel=par,
+        recurrent=rec,
         implicit_weights=implicit,
         softmax_weights=softmax,
         max_difference=diff,

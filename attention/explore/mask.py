@@ -19,7 +19,7 @@ from ..masks import (
     to_additive_mask,
     to_key_padding_mask,
 )
-from ._util import MAX_LEN, MAX_WIDTH, check_int
+from ._util import MAX_LEN, MAX_WIDTH, SEEDS, bounded, check_fields, check_int
 
 __all__ = [
     "MASK_KINDS",
@@ -78,8 +78,8 @@ class MaskParams:
     """A (Tq, Tk) mask to show in every convention, and the seed of the q, k, v it masks."""
 
     mask: Mask = ((True,) * 5,) * 5
-    seed: int = 0
-    d: int = 4  # width of the random q, k, v
+    seed: int = bounded(0, *SEEDS)
+    d: int = bounded(4, 1, MAX_WIDTH)  # width of the random q, k, v
 
     def __post_init__(self) -> None:
         tq = len(self.mask)
@@ -87,8 +87,7 @@ class MaskParams:
         check_int("Tq", tq, 1, MAX_LEN)
         check_int("Tk", tk, 1, MAX_LEN)
         check_mask_tuple(self.mask, tq, tk)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_int("d", self.d, 1, MAX_WIDTH)
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from ..sandbox.whitelist import (
     document_ids,
     run_mask_function,
 )
-from ._util import check_int
+from ._util import SEEDS, bounded, check_fields
 
 __all__ = [
     "MASK_FUNCTION_MAX_T",
@@ -172,16 +172,14 @@ class MaskFunctionParams:
     """The learner's function (its source text), the grid size, the head h and the scores' seed."""
 
     source: str = PRESETS["causal"]
-    seq_len: int = 12
-    head: int = 0
-    seed: int = 0
+    seq_len: int = bounded(12, 2, MASK_FUNCTION_MAX_T)
+    head: int = bounded(0, 0, N_HEADS - 1)
+    seed: int = bounded(0, *SEEDS)
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str):
             raise TypeError(f"source: expected a str, got {type(self.source).__name__}")
-        check_int("seq_len", self.seq_len, 2, MASK_FUNCTION_MAX_T)
-        check_int("head", self.head, 0, N_HEADS - 1)
-        check_int("seed", self.seed, 0, 2**31 - 1)
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -235,7 +233,6 @@ def explore_mask_function(params: MaskFunctionParams) -> MaskFunctionExploration
         mask = ~torch.isneginf(new_scores)
         bias = torch.where(mask, new_scores - scores, torch.zeros(()))
         score_match = _nearest(new_scores, known_scores(scores), mask)
-    weights = masked_softmax(new_scores, mask)  # (T, T)
     fully_masked = ~mask.any(-1)
     mask_match = _nearest(mask, known_masks(t), everywhere)
     kind_word = "mask function" if compiled.kind == "mask" else "score function"
@@ -259,7 +256,7 @@ def explore_mask_function(params: MaskFunctionParams) -> MaskFunctionExploration
         new_scores=new_scores,
         mask=mask,
         bias=bias,
-        weights=weights,
+        weights=masked_softmax(new_scores, mask),
         fully_masked=fully_masked,
         mask_match=mask_match,
         score_match=score_match,

@@ -31,7 +31,7 @@ from ..masks import causal_mask
 from ..models.cache import MODEL_NAMES, check_model, pretrained_model
 from ..models.head_scores import previous_token_score, sink_share
 from ..models.pretrained import DECODER, ENCODER, MODELS
-from ._util import check_int
+from ._util import bounded, check_fields, check_int
 
 __all__ = [
     "DEFAULT_TEXTS",
@@ -185,17 +185,14 @@ class ModelHeadParams:
 
     def __post_init__(self) -> None:
         check_model(self.model)
+        check_fields(self)  # the fields each subclass adds
 
 
 @dataclass(frozen=True)
 class ModelViewParams(ModelHeadParams):
     """Every head of a model over a text, one head opened large."""
 
-    thumb_size: int = THUMB_SIZE
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int("thumb_size", self.thumb_size, 4, MODEL_MAX_TOKENS)
+    thumb_size: int = bounded(THUMB_SIZE, 4, MODEL_MAX_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -258,11 +255,7 @@ class HeadViewParams(ModelHeadParams):
     """One head of one layer over a text; `query` is the token whose top keys are listed."""
 
     query: int = -1  # -1: none chosen
-    top_k: int = 5
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int("top_k", self.top_k, 1, MODEL_MAX_TOKENS)
+    top_k: int = bounded(5, 1, MODEL_MAX_TOKENS)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
-from ._util import check_bool, check_int, seeded_mha
+from ._util import SEEDS, bounded, check_fields, check_int, flag, seeded_mha
 
 __all__ = [
     "PE_D_MODEL_MAX",
@@ -41,19 +41,15 @@ class PositionalParams:
     add_positions: which shuffle test the explorer shows (the result holds both).
     """
 
-    seq_len: int = 16
-    d_model: int = 32
+    seq_len: int = bounded(16, 1, PE_SEQ_MAX)
+    d_model: int = bounded(32, 2, PE_D_MODEL_MAX)
     dims: tuple[int, ...] = (0, 1, 8, 9)  # a fast sin/cos pair and a slower one
-    shuffle: int = 1
-    seed: int = 0
-    add_positions: bool = True
+    shuffle: int = bounded(1, *SEEDS)
+    seed: int = bounded(0, *SEEDS)
+    add_positions: bool = flag(True)
 
     def __post_init__(self) -> None:
-        check_int("seq_len", self.seq_len, 1, PE_SEQ_MAX)
-        check_int("d_model", self.d_model, 2, PE_D_MODEL_MAX)
-        check_int("shuffle", self.shuffle, 0, 2**31 - 1)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_bool("add_positions", self.add_positions)
+        check_fields(self)
         if not isinstance(self.dims, tuple):
             raise TypeError(f"dims: expected a tuple of ints, got {type(self.dims).__name__}")
         if not 1 <= len(self.dims) <= PE_DIMS_MAX or len(set(self.dims)) != len(self.dims):

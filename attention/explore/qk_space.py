@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 
 from ..masks import causal_mask
-from ._util import check_bool, check_int
+from ._util import bounded, check_int, flag
 from .model_view import ModelHeadParams, ModelMaps, encode_text, maps_of_ids
 
 __all__ = ["QK_MAX_TOKENS", "QKSpaceExploration", "QKSpaceParams", "explore_qk_space"]
@@ -52,13 +52,8 @@ QK_TOP_KEYS = 5  # keys the result lists for the chosen query
 class QKSpaceParams(ModelHeadParams):
     """A model, a text, one head of one layer; q and k before or after RoPE; a chosen query."""
 
-    before_rope: bool = False  # SmolLM2 only: q and k before the rotation by positions
-    query: int = -1  # the query whose top keys are listed; -1: none
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_bool("before_rope", self.before_rope)
-        check_int("query", self.query, -1, QK_MAX_TOKENS - 1)
+    before_rope: bool = flag(False)  # SmolLM2 only: q and k before the rotation by positions
+    query: int = bounded(-1, -1, QK_MAX_TOKENS - 1)  # the query whose top keys are listed; -1: none
 
 
 @dataclass(frozen=True)

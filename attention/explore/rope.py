@@ -9,7 +9,6 @@ ALiBi: no rotation; each head adds -slope_h * distance to its scores.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -18,7 +17,7 @@ from torch import Tensor
 
 from ..masks import causal_mask
 from ..positional import alibi_bias, alibi_slopes, apply_rope
-from ._util import check_int
+from ._util import SEEDS, bounded, bounded_float, check_fields, check_int
 
 __all__ = ["RopeExploration", "RopeParams", "explore_rope"]
 
@@ -48,27 +47,18 @@ class RopeParams:
     chart follows (0..D/2 - 1). seed: q and k. alibi_heads: heads of the ALiBi panels (1..16).
     """
 
-    d_head: int = 16
-    seq_len: int = 16
-    base: float = 10000.0
+    d_head: int = bounded(16, 2, ROPE_D_MAX)
+    seq_len: int = bounded(16, 2, ROPE_SEQ_MAX)
+    base: float = bounded_float(10000.0, *ROPE_BASE_RANGE)
     pair: int = 1
-    seed: int = 0
-    alibi_heads: int = 4
+    seed: int = bounded(0, *SEEDS)
+    alibi_heads: int = bounded(4, 1, ALIBI_HEADS_MAX)
 
     def __post_init__(self) -> None:
-        check_int("d_head", self.d_head, 2, ROPE_D_MAX)
+        check_fields(self)
         if self.d_head % 2:
             raise ValueError(f"d_head: RoPE rotates pairs, so it must be even, got {self.d_head}")
-        check_int("seq_len", self.seq_len, 2, ROPE_SEQ_MAX)
         check_int("pair", self.pair, 0, last_pair(self.d_head))
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_int("alibi_heads", self.alibi_heads, 1, ALIBI_HEADS_MAX)
-        b = self.base
-        lo, hi = ROPE_BASE_RANGE
-        if isinstance(b, bool) or not isinstance(b, (int, float)):
-            raise TypeError(f"base: expected a float, got {type(b).__name__}")
-        if not (math.isfinite(b) and lo <= b <= hi):
-            raise ValueError(f"base: expected a float in [{lo:g}, {hi:g}], got {b}")
 
 
 @dataclass(frozen=True)

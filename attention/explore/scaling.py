@@ -13,7 +13,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from ._util import check_bool, check_int
+from ._util import SEEDS, bounded, bounded_float, check_fields, flag
 
 __all__ = [
     "D_K_MAX",
@@ -43,26 +43,16 @@ class ScalingParams:
     fitted to the current one. n_samples: q·k pairs in the pool; n_bins: histogram bins.
     """
 
-    d_k: int = 64
-    n_keys: int = 8
-    temperature: float = 1.0
-    seed: int = 0
-    fixed_axis: bool = True
-    n_samples: int = 2048
-    n_bins: int = 81
+    d_k: int = bounded(64, 1, D_K_MAX)
+    n_keys: int = bounded(8, 2, N_KEYS_MAX)
+    temperature: float = bounded_float(1.0, 0.01, 100)
+    seed: int = bounded(0, *SEEDS)
+    fixed_axis: bool = flag(True)
+    n_samples: int = bounded(2048, 2 * N_KEYS_MAX, 65536)
+    n_bins: int = bounded(81, 2, 400)
 
     def __post_init__(self) -> None:
-        check_int("d_k", self.d_k, 1, D_K_MAX)
-        check_int("n_keys", self.n_keys, 2, N_KEYS_MAX)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_int("n_samples", self.n_samples, 2 * N_KEYS_MAX, 65536)
-        check_int("n_bins", self.n_bins, 2, 400)
-        check_bool("fixed_axis", self.fixed_axis)
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)):
-            raise TypeError(f"temperature: expected a float, got {type(t).__name__}")
-        if not (math.isfinite(t) and 0.01 <= t <= 100):
-            raise ValueError(f"temperature: expected a float in [0.01, 100], got {t}")
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from torch import Tensor
 from .._checks import check_divisible
 from ..multihead import MultiHeadAttention
 from ..positional import sinusoidal_positional_encoding
-from ._util import MAX_LEN, MAX_WIDTH, check_int
+from ._util import MAX_LEN, MAX_WIDTH, SEEDS, bounded, check_fields, check_int
 
 __all__ = [
     "DEFAULT_SENTENCE",
@@ -46,19 +46,17 @@ class TokensParams:
     """
 
     sentence: str = DEFAULT_SENTENCE
-    d_model: int = 32
+    d_model: int = bounded(32, 1, MAX_WIDTH)
     n_heads: int = 4
-    seed: int = 0
-    head: int = 0
+    seed: int = bounded(0, *SEEDS)
+    head: int = bounded(0, 0, 2**31 - 1)
 
     def __post_init__(self) -> None:
         n = len(tokenize(self.sentence))
         if not 1 <= n <= MAX_LEN:
             raise ValueError(f"sentence: expected 1 to {MAX_LEN} tokens, got {n}")
-        check_int("d_model", self.d_model, 1, MAX_WIDTH)
+        check_fields(self)
         check_divisible("d_model", self.d_model, self.n_heads)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-        check_int("head", self.head, 0, 2**31 - 1)
 
 
 @dataclass(frozen=True)

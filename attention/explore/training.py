@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..models.toy.snapshots import SNAPSHOT_KINDS, SnapshotView, snapshot_view
-from ._util import check_int
+from ._util import bounded, check_fields
 
 if TYPE_CHECKING:  # annotations only: the trainer need not load with every explorer
     from ..models.toy.data import ToyTask
@@ -31,15 +31,14 @@ class TrainingParams:
     layer: 0 .. snapshot_layers(history, kind) - 1.
     """
 
-    step: int = 0
+    step: int = bounded(0, 0, 2**31 - 1)
     kind: str = "cross"
-    layer: int = 0
+    layer: int = bounded(0, 0, 2**31 - 1)
 
     def __post_init__(self) -> None:
-        check_int("step", self.step, 0, 2**31 - 1)
-        if self.kind not in SNAPSHOT_KINDS:
+        check_fields(self)
+        if self.kind not in SNAPSHOT_KINDS:  # not one_of: this message shows the tuple
             raise ValueError(f"kind: expected one of {SNAPSHOT_KINDS}, got {self.kind!r}")
-        check_int("layer", self.layer, 0, 2**31 - 1)
 
 
 def snapshot_layers(history: TrainHistory, kind: str) -> int:

@@ -4,6 +4,8 @@ argument checks."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 from torch import nn
@@ -17,7 +19,14 @@ from attention.experiments.recurrent import (
     recurrent_memory,
     rnn_bottleneck,
 )
-from attention.sandbox.limits import check_choice
+from attention.sandbox.limits import (
+    bounded,
+    bounded_float,
+    check_choice,
+    check_fields,
+    flag,
+    one_of,
+)
 
 
 def test_one_step_rnn_sensitivity_matches_the_hand_jacobian():
@@ -109,3 +118,34 @@ def test_params_are_checked(make, error, match):
 
 def test_check_choice_returns_an_allowed_value():
     assert check_choice("dtype", "bfloat16", {"float32": 4, "bfloat16": 2}) == "bfloat16"
+
+
+@dataclass(frozen=True)
+class _Settings:  # a params dataclass whose fields carry their checks (attention.sandbox.limits)
+    width: int = bounded(4, 1, 8, choices=(2, 4, 8))
+    rate: float = bounded_float(0.5, 0.0, 1.0)
+    mode: str = one_of("fast", ("fast", "exact"))
+    verbose: bool = flag(False)
+    note: str = "free"  # no check
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"width": 9}, ValueError, r"^width: expected an int in \[1, 8\], got 9$"),
+        ({"width": 3}, ValueError, r"^width: expected one of \[2, 4, 8\], got 3$"),
+        ({"width": 4.0}, TypeError, r"^width: expected an int, got float$"),
+        ({"rate": float("nan")}, ValueError, r"^rate: expected a float in \[0, 1\], got nan$"),
+        ({"rate": True}, TypeError, r"^rate: expected a float, got bool$"),
+        ({"mode": "slow"}, ValueError, r"^mode: expected one of \['fast', 'exact'\], got 'slow'$"),
+        ({"verbose": 1}, TypeError, r"^verbose: expected a bool, got int$"),
+        ({"width": 0, "rate": 2.0}, ValueError, r"^width: "),  # the fields in declared order
+    ],
+)
+def test_fields_that_carry_their_checks(change, error, match):
+    assert _Settings(note=None) == _Settings(4, 0.5, "fast", False, None)  # unchecked: any value
+    with pytest.raises(error, match=match):
+        _Settings(**change)

@@ -33,12 +33,12 @@ def test_linear_state_and_rows_match_the_core(step: int) -> None:
     r = explore_linear_attention(p)
     q, k, v = _qkv(p)
     parallel = A.linear_attention(q, k, v)
-    torch.testing.assert_close(r.parallel_output, parallel.output)
+    torch.testing.assert_close(r.parallel.output, parallel.output)
     torch.testing.assert_close(r.implicit_weights, parallel.weights)
-    torch.testing.assert_close(r.recurrent_output, parallel.output[:step])  # the claim shown
+    torch.testing.assert_close(r.recurrent.output, parallel.output[:step])  # the claim shown
     fk = F.elu(k[:step]) + 1
-    torch.testing.assert_close(r.state, fk.T @ v[:step])  # S = sum phi(k_s) v_s^T, by hand
-    torch.testing.assert_close(r.normalizer, fk.sum(0))
+    torch.testing.assert_close(r.recurrent.state, fk.T @ v[:step])  # S = sum phi(k_s) v_s^T
+    torch.testing.assert_close(r.recurrent.normalizer, fk.sum(0))
     soft = A.scaled_dot_product_attention(q, k, v, A.causal_mask(8)).weights
     torch.testing.assert_close(r.softmax_weights, soft)
     assert r.max_difference < 1e-5
@@ -54,22 +54,22 @@ def test_delta_rule_state_and_implicit_weights_match_the_core() -> None:
     k = F.normalize(k, dim=-1)
     beta, alpha = torch.full((10,), 0.6), torch.full((10,), 0.8)
     dense = A.delta_rule(q, k, v, beta, alpha)
-    torch.testing.assert_close(r.parallel_output, dense.output)
+    torch.testing.assert_close(r.parallel.output, dense.output)
     torch.testing.assert_close(r.implicit_weights @ v, dense.output)  # O = M V
     assert torch.all(r.implicit_weights.triu(1) == 0)  # causal
     # the state after 6 tokens, by the recurrence written out here
     s = torch.zeros(4, 4)
     for t in range(6):
         s = 0.8 * (torch.eye(4) - 0.6 * torch.outer(k[t], k[t])) @ s + 0.6 * torch.outer(k[t], v[t])
-    torch.testing.assert_close(r.state, s)
-    torch.testing.assert_close(r.recurrent_output, dense.output[:6])
-    assert r.normalizer is None and r.state_numbers == 16
+    torch.testing.assert_close(r.recurrent.state, s)
+    torch.testing.assert_close(r.recurrent.output, dense.output[:6])
+    assert r.recurrent.normalizer is None and r.state_numbers == 16
 
 
 def test_linear_variants_differ() -> None:
     a = explore_linear_attention(LinearAttentionParams(variant="linear"))
     b = explore_linear_attention(LinearAttentionParams(variant="delta rule"))
-    assert not torch.allclose(a.parallel_output, b.parallel_output)
+    assert not torch.allclose(a.parallel.output, b.parallel.output)
 
 
 @pytest.mark.parametrize(
@@ -107,8 +107,14 @@ def _all_linear_settings_are_finite() -> None:
                 seq_len=t, d_head=d, step=step, variant=variant, gate=gate, beta=beta
             )
             r = explore_linear_attention(p)
-            for name in ("state", "parallel_output", "recurrent_output", "implicit_weights"):
-                assert torch.isfinite(getattr(r, name)).all(), (p, name)
+            shown = {
+                "state": r.recurrent.state,
+                "parallel": r.parallel.output,
+                "recurrent": r.recurrent.output,
+                "implicit_weights": r.implicit_weights,
+            }
+            for name, x in shown.items():
+                assert torch.isfinite(x).all(), (p, name)
 
 
 # --- LinearAttentionExplorer ----------------------------------------------------------------
@@ -118,10 +124,10 @@ def test_linear_explorer_steps_through_the_tokens() -> None:
     e = LinearAttentionExplorer(step=3)
     e.step.value = 5
     want = explore_linear_attention(LinearAttentionParams(step=5))
-    np.testing.assert_allclose(e.state.matrix, want.state.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(e.state.matrix, want.recurrent.state.numpy(), rtol=1e-6)
     read, parallel = e.outputs.values  # (T, D) each
-    np.testing.assert_allclose(read[:5], want.recurrent_output.numpy(), rtol=1e-6)
-    np.testing.assert_allclose(parallel, want.parallel_output.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(read[:5], want.recurrent.output.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(parallel, want.parallel.output.numpy(), rtol=1e-6)
     assert e.outputs.masked[0, 5:].all() and not e.outputs.masked[0, :5].any()
     assert e.outputs.highlight_row == 4 and "after 5 of 8 tokens" in e.state.title
     np.testing.assert_allclose(e.implicit.matrix, want.implicit_weights.numpy(), rtol=1e-6)

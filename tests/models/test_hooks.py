@@ -205,9 +205,7 @@ def test_ablation_runs_before_a_hook_on_the_same_point(smol):
     model, tok = smol
     ids = torch.tensor([tok.encode(TEXT)])
     seen = {}
-    out = model(
-        ids, ablate={(3, 1)}, hooks={"blocks.3.heads": partial(seen.__setitem__, "h")}
-    )
+    out = model(ids, ablate={(3, 1)}, hooks={"blocks.3.heads": partial(seen.__setitem__, "h")})
     assert float(seen["h"][:, 1].abs().max()) == 0.0 and float(seen["h"][:, 0].abs().max()) > 0
     assert torch.equal(out.logits, model(ids, ablate={(3, 1)}).logits)
 

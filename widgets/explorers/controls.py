@@ -21,45 +21,12 @@ _STYLE = {"description_width": "initial"}
 _LAYOUT = {"width": "260px"}
 
 
-def _slider(
-    cls: type, description: str, name: str, width: str | None = None, **kwargs: Any
-) -> widgets.Widget:
-    """A keyboard-operable slider that updates while dragging, with class ac-<name>."""
+def _slider(cls: type, description: str, width: str | None = None, **kwargs: Any) -> widgets.Widget:
+    """A keyboard-operable slider that updates while dragging (Control.build adds its class)."""
     layout = {"width": width} if width else _LAYOUT
-    w = cls(description=description, continuous_update=True, style=_STYLE, layout=layout, **kwargs)
-    w.add_class(css(name))
-    return w
-
-
-def int_slider(description: str, min: int, max: int, value: int, *, name: str) -> widgets.IntSlider:
-    """An integer slider from min to max (arrow keys step by 1)."""
-    return _slider(widgets.IntSlider, description, name, value=value, min=min, max=max)
-
-
-def float_slider(
-    description: str,
-    min: float,
-    max: float,
-    value: float,
-    *,
-    name: str,
-    step: float = 0.01,
-    log: bool = False,
-) -> widgets.FloatSlider | widgets.FloatLogSlider:
-    """A float slider (log10 scale when `log`, then min/max are the values, not exponents)."""
-    if log:
-        return _slider(
-            widgets.FloatLogSlider,
-            description,
-            name,
-            value=value,
-            base=10,
-            min=math.log10(min),
-            max=math.log10(max),
-            step=step,
-            readout_format=".3g",
-        )
-    return _slider(widgets.FloatSlider, description, name, value=value, min=min, max=max, step=step)
+    return cls(
+        description=description, continuous_update=True, style=_STYLE, layout=layout, **kwargs
+    )
 
 
 def dropdown(
@@ -68,27 +35,6 @@ def dropdown(
     """A dropdown whose options can be replaced later (e.g. the divisors of a width)."""
     w = widgets.Dropdown(
         options=list(options), value=value, description=description, style=_STYLE, layout=_LAYOUT
-    )
-    w.add_class(css(name))
-    return w
-
-
-def toggle(description: str, value: bool, *, name: str) -> widgets.Checkbox:
-    """A checkbox (keyboard: Tab then Space)."""
-    w = widgets.Checkbox(value=value, description=description, indent=False, style=_STYLE)
-    w.add_class(css(name))
-    return w
-
-
-def buttons(
-    description: str, options: Sequence[Any], value: Any, *, name: str
-) -> widgets.ToggleButtons:
-    """A row of toggle buttons for a few named choices."""
-    w = widgets.ToggleButtons(
-        options=list(options),
-        value=value,
-        description=description,
-        style={"description_width": "initial", "button_width": "auto"},
     )
     w.add_class(css(name))
     return w
@@ -225,7 +171,7 @@ class Control:
     lo: Bound = None
     hi: Bound = None
     options: Options = None
-    step: float | None = None
+    step: float | None = None  # a slider's (default: 1 for an int slider, else 0.01)
     width: str | None = None  # the widget's width (default: 260px; a text field's 420px)
     live: bool = True  # a text field updates as the learner types (False: on Enter or blur)
     param: bool = True  # False: not a params field (its start value: declare's or `default`)
@@ -249,28 +195,28 @@ class Control:
         return w
 
     def _widget(self, value: Any, lo: Any, hi: Any, options: list | None) -> widgets.Widget:
-        label, name, width = self.label, self.css_name, self.width
+        label, width = self.label, self.width
+        step = (1 if self.kind == "int" else 0.01) if self.step is None else self.step
         match self.kind:
-            case "int":
-                w = int_slider(label, lo, hi, value, name=name)
-                if self.step is not None:
-                    w.step = self.step
-                return w
-            case "float" | "log":
-                step = self.step if self.step is not None else 0.01
-                return float_slider(
-                    label, lo, hi, value, name=name, step=step, log=self.kind == "log"
-                )
-            case "menu":
-                return dropdown(label, options, value, name=name)
-            case "check":
-                return toggle(label, value, name=name)
-            case "buttons":
-                return buttons(label, options, value, name=name)
-            case "select":
+            case "int" | "float":  # arrow keys move by one step
+                cls = widgets.IntSlider if self.kind == "int" else widgets.FloatSlider
+                return _slider(cls, label, value=value, min=lo, max=hi, step=step)
+            case "log":  # lo and hi are the values; the slider's ends are their log10
                 return _slider(
-                    widgets.SelectionSlider, label, name, width, options=options, value=value
-                )
+                    widgets.FloatLogSlider, label, value=value, base=10,
+                    min=math.log10(lo), max=math.log10(hi), step=step, readout_format=".3g",
+                )  # fmt: skip
+            case "menu":
+                return dropdown(label, options, value, name=self.css_name)
+            case "check":  # keyboard: Tab then Space
+                return widgets.Checkbox(value=value, description=label, indent=False, style=_STYLE)
+            case "buttons":
+                return widgets.ToggleButtons(
+                    options=options, value=value, description=label,
+                    style={"description_width": "initial", "button_width": "auto"},
+                )  # fmt: skip
+            case "select":
+                return _slider(widgets.SelectionSlider, label, width, options=options, value=value)
             case "number":
                 return widgets.BoundedIntText(
                     value=value, min=lo, max=hi, description=label, style=_STYLE,

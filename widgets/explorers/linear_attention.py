@@ -113,7 +113,7 @@ class LinearAttentionExplorer(Explorer):
         t, d, s = p.seq_len, p.d_head, p.step
         key_name = "φ(k)" if p.variant == "linear" else "k"
         self.state.set_data(
-            r.state,
+            r.recurrent.state,
             row_labels=[f"{key_name}{j}" for j in range(d)],
             col_labels=[f"v{j}" for j in range(d)],
             title=f"state S after {s} of {t} tokens ({d} x {d}, never grows)",
@@ -122,11 +122,11 @@ class LinearAttentionExplorer(Explorer):
     def _draw_outputs(self, r: LinearAttentionExploration) -> None:
         t, d, s = r.params.seq_len, r.params.d_head, r.params.step
         read = torch.zeros(t, d)
-        read[:s] = r.recurrent_output  # rows not read yet: zeros, drawn hatched
+        read[:s] = r.recurrent.output  # rows not read yet: zeros, drawn hatched
         unread = torch.zeros(2, t, d, dtype=torch.bool)
         unread[0, s:] = True
         self.outputs.set_data(
-            torch.stack([read, r.parallel_output]),  # (2, T, D)
+            torch.stack([read, r.parallel.output]),  # (2, T, D)
             masked=unread,
             fully_masked=torch.zeros(2, t, dtype=torch.bool),
             row_labels=_token_names(t),

@@ -77,6 +77,11 @@ def _n_tokens(v: Any) -> int:
     return len(encode_text(v.model, v.text))
 
 
+def model_params(cls: type, model: str, text: str | None, **settings: Any) -> Any:
+    """`cls(model, text, **settings)`, a params dataclass; text None is the model's default."""
+    return cls(model, DEFAULT_TEXTS.get(model, "") if text is None else text, **settings)
+
+
 def model_controls(text_width: str) -> tuple[Control, ...]:
     """The model, text, layer and head controls of an explorer of a pretrained model.
 
@@ -140,12 +145,12 @@ class ModelView(_ModelExplorer):
     Args:
         model: "minilm" or "smollm2".
         text: the text to read; None = the model's default text.
-        layer, head: the head opened large first.
+        **settings: initial values of any other ModelViewParams field: layer, head (the head
+            opened large first), thumb_size.
     """
 
-    def __init__(
-        self, model: str = "minilm", text: str | None = None, layer: int = 0, head: int = 0
-    ) -> None:
+    def __init__(self, model: str = "minilm", text: str | None = None, **settings: Any) -> None:
+        start = model_params(ModelViewParams, model, text, **settings)
         self.thumbs = self.panel("thumbnails", _named(
             Heatmap(title="every head (click one)", vmin=0.0, vmax=1.0, show_colorbar=False),
             "thumbnails",
@@ -164,8 +169,7 @@ class ModelView(_ModelExplorer):
             self.readout,
             panel_row([_scroll(self.lines, "lines-box"), self.matrix]),
         ]
-        text = DEFAULT_TEXTS.get(model, "") if text is None else text
-        self._start(ModelViewParams(model, text, layer, head), body)
+        self._start(start, body)
         self.refresh()
 
     def _thumb_clicked(self, _row: int, _col: int, panel: int) -> None:
@@ -214,19 +218,19 @@ class HeadView(_ModelExplorer):
 
     The strip above shows every head of the chosen layer (click one to pick it). Hover a token
     on the left to see only its lines; click it to keep it, and the readout lists its top keys.
+
+    Args:
+        model: "minilm" or "smollm2".
+        text: the text to read; None = the model's default text.
+        **settings: initial values of any other HeadViewParams field: layer, head, query (the
+            token picked first; -1 = none), top_k (keys listed).
     """
 
-    def __init__(
-        self,
-        model: str = "minilm",
-        text: str | None = None,
-        layer: int = 0,
-        head: int = 0,
-        query: int = -1,
-    ) -> None:
-        text = DEFAULT_TEXTS.get(model, "") if text is None else text
-        if query != -1 and model in DEFAULT_TEXTS:  # the lines would show no query: refuse
-            n = len(encode_text(model, text))
+    def __init__(self, model: str = "minilm", text: str | None = None, **settings: Any) -> None:
+        start = model_params(HeadViewParams, model, text, **settings)  # checks the model
+        query = start.query
+        if query != -1:  # the lines would show no query: refuse
+            n = len(encode_text(model, start.text))
             if type(query) is not int or not 0 <= query < n:
                 raise ValueError(
                     f"query: expected -1 (none) or a token of the text in [0, {n}), got {query!r}"
@@ -243,7 +247,7 @@ class HeadView(_ModelExplorer):
         self.readout = _named(widgets.HTML(), "readout")
         self._sent: tuple[Any, ...] = ()
         body = [self.strip, panel_row([_scroll(self.lines, "lines-box"), self.readout])]
-        self._start(HeadViewParams(model, text, layer, head, query), body)
+        self._start(start, body)
         self.refresh()
 
     def _derived_params(self) -> dict[str, Any]:
@@ -284,6 +288,11 @@ class NeuronView(_ModelExplorer):
     the bars sum q * k over each rotated pair of dimensions (2i, 2i + 1). The score the model
     uses is the sum after RoPE; divided by sqrt(D) and softmaxed over the visible keys, it is
     the weight the model's attention map holds (the readout shows both).
+
+    Args:
+        model: "smollm2" or "minilm".
+        text: the text to read; None = the model's default text.
+        **settings: initial values of any other NeuronParams field: layer, head, query, key.
     """
 
     CONTROLS = (
@@ -292,15 +301,8 @@ class NeuronView(_ModelExplorer):
         slider("key", 0, lambda v: _n_tokens(v) - 1),
     )
 
-    def __init__(
-        self,
-        model: str = "smollm2",
-        text: str | None = None,
-        layer: int = 0,
-        head: int = 0,
-        query: int = 1,
-        key: int = 0,
-    ) -> None:
+    def __init__(self, model: str = "smollm2", text: str | None = None, **settings: Any) -> None:
+        start = model_params(NeuronParams, model, text, **settings)
         self.vectors = self.panel("vectors", _named(
             Heatmap(title="q and k", colormap=DIVERGING_CMAP, symmetric=True, columns=1),
             "panel-vectors",
@@ -313,8 +315,7 @@ class NeuronView(_ModelExplorer):
         self.pairs = self.panel("pairs", SeriesChart(name="panel-pairs", width=520, height=220))
         self.readout = _named(widgets.HTML(), "readout")
         body = [panel_row([widgets.VBox([self.vectors, self.products]), self.readout]), self.pairs]
-        text = DEFAULT_TEXTS.get(model, "") if text is None else text
-        self._start(NeuronParams(model, text, layer, head, query, key), body)
+        self._start(start, body)
         self.refresh()
 
     def _draw(self, r: NeuronExploration) -> None:

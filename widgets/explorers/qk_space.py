@@ -21,7 +21,6 @@ import ipywidgets as widgets
 import torch
 
 from attention.explore import (
-    DEFAULT_TEXTS,
     QK_MAX_TOKENS,
     QKSpaceExploration,
     QKSpaceParams,
@@ -33,7 +32,7 @@ from attention.models.cache import pretrained_model
 from ..views import PALETTE, Scatter
 from ..views.style import css
 from .controls import check, table_html
-from .model_view import _PretrainedExplorer, model_controls
+from .model_view import _PretrainedExplorer, model_controls, model_params
 
 SCATTER_W, SCATTER_H = 470, 430  # px: beside the controls, inside a 1280 x 720 window
 
@@ -53,25 +52,16 @@ class QueryKeyExplorer(_PretrainedExplorer):
     Args:
         model: "minilm" or "smollm2".
         text: the text to read (at most QK_MAX_TOKENS tokens); None = the model's default.
-        layer, head: the head shown.
-        before_rope: SmolLM2 only: q and k before RoPE rotates them (the scores use after).
-        query: the query picked first; -1 = none.
+        **settings: initial values of any other QKSpaceParams field: layer, head (the head
+            shown), before_rope (SmolLM2 only: q and k before RoPE rotates them; the scores use
+            after), query (the query picked first; -1 = none).
     """
 
     CONTROLS = (*model_controls("270px"), check("before_rope", label="q and k before RoPE"))
 
-    def __init__(
-        self,
-        model: str = "minilm",
-        text: str | None = None,
-        layer: int = 0,
-        head: int = 0,
-        before_rope: bool = False,
-        query: int = -1,
-    ) -> None:
-        text = DEFAULT_TEXTS.get(model, "") if text is None else text
-        start = QKSpaceParams(model, text, layer, head, before_rope, query)  # checks the model
-        if before_rope and not _rotary(model):
+    def __init__(self, model: str = "minilm", text: str | None = None, **settings: Any) -> None:
+        start = model_params(QKSpaceParams, model, text, **settings)  # checks the model
+        if start.before_rope and not _rotary(model):
             raise ValueError(
                 f"before_rope: expected False for {model!r}, which has no RoPE, got True"
             )
@@ -81,7 +71,7 @@ class QueryKeyExplorer(_PretrainedExplorer):
             group_shapes=["circle", "square"],
             width=SCATTER_W,
             height=SCATTER_H,
-            selected=query,
+            selected=start.query,
         ))  # fmt: skip
         self.space.add_class(css("panel-space"))
         self.space.observe(lambda _change: self.refresh(), names="selected")

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from attention.explore import (
-    DEFAULT_SENTENCE,
     TokensParams,
     TokenView,
     explore_tokens,
@@ -37,9 +36,9 @@ class TokenAttentionView(Explorer):
         weights: (H, Tq, Tk), (Tq, Tk) or (1, H, Tq, Tk) weights; None = the built-in model.
         tokens: Tq query tokens (required with weights).
         key_tokens: Tk key tokens when they differ from the queries (cross-attention).
-        sentence: the built-in model's starting sentence.
-        n_heads, d_model, seed: the built-in model's sizes.
-        head: the head shown first.
+        **settings: initial values of any TokensParams field: sentence (the built-in model's
+            starting sentence), n_heads, d_model, seed (the built-in model's sizes), head (the
+            head shown first).
 
     `params` is a TokensParams: the built-in model's settings (unused, and the sentence field
     hidden, when the view was given weights) and the head drawn.
@@ -57,18 +56,15 @@ class TokenAttentionView(Explorer):
         tokens: Any = None,
         *,
         key_tokens: Any = None,
-        sentence: str = DEFAULT_SENTENCE,
-        n_heads: int = 4,
-        d_model: int = 32,
-        seed: int = 0,
-        head: int = 0,
+        **settings: Any,
     ) -> None:
-        start = TokensParams(sentence, d_model, n_heads, seed, head)  # validates the sizes
+        start = TokensParams(**settings)  # validates the sizes
+        n_heads = start.n_heads
         self._fixed: TokenView | None = None
         if weights is not None:
             if tokens is None:
                 raise ValueError("tokens: required with weights (one string per query)")
-            self._fixed = token_view(weights, tuple(tokens), _opt_tuple(key_tokens), head)
+            self._fixed = token_view(weights, tuple(tokens), _opt_tuple(key_tokens), start.head)
             n_heads = self._fixed.weights.shape[0]
         controls = self.declare(start, n_heads=n_heads)
         self.sentence.layout.display = "none" if self._fixed is not None else None

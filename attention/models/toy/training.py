@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ...sandbox.limits import check_fields, checked
 from ...transformer import Transformer, TransformerConfig
 from .data import (
     PAD,
@@ -62,28 +63,36 @@ def sequence_loss(logits: Tensor, tgt_out: Tensor) -> Tensor:
     )
 
 
+def _positive_int(name: str, value: int) -> int:
+    if value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {value}")
+    return value
+
+
+def _positive_float(name: str, value: float) -> float:
+    if value <= 0:
+        raise ValueError(f"{name}: expected a positive float, got {value}")
+    return value
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How to train: AdamW with a linear warm-up then a cosine decay to 0."""
 
-    steps: int = 500
-    batch_size: int = 128
-    lr: float = 3e-3
+    steps: int = checked(500, _positive_int)
+    batch_size: int = checked(128, _positive_int)
+    lr: float = checked(3e-3, _positive_float)
     warmup: int = 100
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
     eval_every: int = 0  # 0: no held-out evaluation during training
-    n_eval: int = 200  # held-out strings used by those evaluations
+    n_eval: int = checked(200, _positive_int)  # held-out strings used by those evaluations
     snapshot_steps: tuple[int, ...] = ()  # steps (0 = before training) to snapshot attention
     snapshot_text: str | None = None  # the example the snapshots look at; None: probe_text
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "n_eval"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: expected a positive int, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ValueError(f"lr: expected a positive float, got {self.lr}")
+        check_fields(self)
 
 
 def lr_factor(step: int, config: TrainConfig) -> float:
