@@ -24,6 +24,11 @@ def wrong_answer(check, fn, message, capsys) -> None:
     assert message in out, out
 
 
+LESSON_MODULES = [  # attention.exercises.lesson01, ...: each lesson's checkers
+    importlib.import_module(f"attention.exercises.{info.name}")
+    for info in pkgutil.iter_modules(E.__path__)
+    if info.name.startswith("lesson")
+]
 SOLUTION_MODULES = [  # solutions.lesson01, ...: one per lesson, named as its checkers' module
     importlib.import_module(f"attention.exercises.solutions.{info.name}")
     for info in pkgutil.iter_modules(attention.exercises.solutions.__path__)

@@ -6,12 +6,14 @@ its lesson's (test_lesson01.py ... test_lesson20.py)."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
 import attention.exercises as E
 from attention.exercises import _checking as K
-from tests.exercises.checker_answers import IDS, PAIRS, SOLUTIONS, run
+from tests.exercises.checker_answers import IDS, LESSON_MODULES, PAIRS, RENAMED, SOLUTIONS, run
 
 
 def test_every_checker_has_one_solution_and_every_solution_one_checker():
@@ -188,3 +190,17 @@ def test_scale_mistakes_name_the_forgotten_the_unrooted_and_the_inverted_scale()
     assert first.startswith("the scores are not scaled: divide them by sqrt(d_k) = sqrt(16)")
     assert second.startswith("you divided by d_k = 16 itself; divide by its square root")
     assert third.startswith("you multiplied the scores by sqrt(d_k) = sqrt(16) instead of dividing")
+
+
+def test_each_lessons_checkers_are_exported_with_their_solutions_beside_them():
+    """lessonNN's checkers are all in attention.exercises, and each one's reference solution is
+    in solutions.lessonNN (the module of the same name), not another lesson's."""
+    for module in LESSON_MODULES:
+        checks = [n for n in module.__all__ if n.startswith("check_")]
+        assert checks and set(checks) <= set(E.__all__), module.__name__
+        solutions = vars(
+            importlib.import_module(module.__name__.replace(".lesson", ".solutions.lesson"))
+        )
+        for name in checks:
+            want = RENAMED.get(name, name.replace("check_", "solution_", 1))
+            assert want in solutions, f"{module.__name__}.{name}: no {want} beside it"

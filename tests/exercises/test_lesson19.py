@@ -18,14 +18,6 @@ def wrong_answer(check, fn, message, capsys) -> None:
     assert message in out, out
 
 
-def test_eight_checkers_each_with_a_solution(capsys):
-    assert len(M.__all__) == 8 and set(M.__all__) <= set(E.__all__)
-    for name in M.__all__:
-        assert getattr(E, name)(getattr(S, name.replace("check_", "solution_"))), (
-            capsys.readouterr()
-        )
-
-
 def _mla(factor=1, *, rope=True, heads=False, rope_per_head=False, numbers=False):
     def my_mla_cache_bytes(n_layers, n_heads, kv_rank, d_rope, seq_len, batch, bytes_per_value):
         dr = (d_rope * n_heads if rope_per_head else d_rope) if rope else 0
