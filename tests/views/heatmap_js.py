@@ -1,5 +1,6 @@
-"""static/heatmap.js's layout computed by Node.js: shared by test_heatmap.py and the explorers'
-tests that check a heatmap's layout."""
+"""The views' JavaScript run by Node.js (run_node), and static/heatmap.js's layout computed by it:
+shared by test_heatmap.py, test_scatter.py and the explorers' tests that check a heatmap's
+layout."""
 
 from __future__ import annotations
 
@@ -17,7 +18,21 @@ from widgets.views.style import (
 NODE = shutil.which("node")
 
 
-needs_node = pytest.mark.skipif(NODE is None, reason="the JS layout tests need Node.js (node)")
+needs_node = pytest.mark.skipif(NODE is None, reason="the JS tests need Node.js (node)")
+
+
+def run_node(script: str, env: dict[str, str], stdin: str | None = None) -> str:
+    """What node prints running `script` as an ES module with `env` (the modules' sources)."""
+    out = subprocess.run(
+        [NODE, "--input-type=module", "-e", script],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=60,
+    )
+    return out.stdout
 
 
 # Imports the module from a data: URL (node needs no package.json "type" for it) and lays out
@@ -43,16 +58,7 @@ def js_layouts(*specs: dict) -> list[dict]:
          "cellSize": 0, "panelSize": 280, "showBar": True, "legend": [], **spec}
         for spec in specs
     ]  # fmt: skip
-    out = subprocess.run(
-        [NODE, "--input-type=module", "-e", _LAYOUT_JS],
-        input=json.dumps(full),
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"HEATMAP_ESM": esm("heatmap")},
-        timeout=60,
-    )
-    return json.loads(out.stdout)
+    return json.loads(run_node(_LAYOUT_JS, {"HEATMAP_ESM": esm("heatmap")}, json.dumps(full)))
 
 
 def heatmap_spec(hm: Heatmap) -> dict:

@@ -6,7 +6,6 @@ import csv
 import json
 import math
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 
 import matplotlib as mpl
@@ -16,7 +15,7 @@ import pytest
 import torch
 from ipywidgets.widgets.widget import _put_buffers, _remove_buffers
 
-from tests.views.heatmap_js import NODE, js_layouts, needs_node
+from tests.views.heatmap_js import js_layouts, needs_node, run_node
 from widgets.views.arrays import color_limits
 from widgets.views.canvas import CanvasView
 from widgets.views.chart import SeriesChart, decade_ticks
@@ -401,15 +400,8 @@ def test_every_view_module_loads():
       console.log(typeof (await import(url)).default.render);
     }
     """
-    out = subprocess.run(
-        [NODE, "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"VIEW_ESMS": json.dumps([esm(name) for name in VIEW_JS.values()])},
-        timeout=60,
-    )
-    assert out.stdout.split() == ["function"] * len(VIEW_JS)
+    out = run_node(script, {"VIEW_ESMS": json.dumps([esm(name) for name in VIEW_JS.values()])})
+    assert out.split() == ["function"] * len(VIEW_JS)
 
 
 @needs_node

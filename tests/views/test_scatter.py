@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
+from tests.views.heatmap_js import needs_node, run_node
 from widgets.views import Scatter
 from widgets.views import picture as picture_module
 from widgets.views.style import esm
@@ -122,9 +121,6 @@ def test_the_module_holds_the_shared_code_and_the_views_own():
 
 # --- the JavaScript, run by node ------------------------------------------------------------------
 
-NODE = shutil.which("node")
-needs_node = pytest.mark.skipif(NODE is None, reason="the JS tests need Node.js (node)")
-
 _PLACE_JS = """
 import fs from "node:fs";
 const src = process.env.SCATTER_ESM;
@@ -136,16 +132,8 @@ console.log(JSON.stringify(mod.placeLabels(ctx, items, box)));
 
 
 def place(items: list[dict], box: dict) -> list[dict]:
-    out = subprocess.run(
-        [NODE, "--input-type=module", "-e", _PLACE_JS],
-        input=json.dumps({"items": items, "box": box}),
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"SCATTER_ESM": esm("scatter")},
-        timeout=60,
-    )
-    return json.loads(out.stdout)
+    stdin = json.dumps({"items": items, "box": box})
+    return json.loads(run_node(_PLACE_JS, {"SCATTER_ESM": esm("scatter")}, stdin))
 
 
 @needs_node
