@@ -65,10 +65,20 @@ def test_classroom_folder_page_is_offline(voila) -> None:
     """Given a folder, the classroom lists its notebooks with nothing fetched off the machine
     (Voilà's own folder page links Font Awesome from a CDN)."""
     page = voila.page
-    # The page lists the folder from one contents request: check its answer first, so a slow
-    # or failed listing says which. Drawing the list then waits as long as the answer may: on a
-    # fresh clone with both cores held by other programs the list was still empty 30 s after
-    # its answer had come.
+    # The page lists the folder from a contents request: check its answer first, so a slow or
+    # failed listing says which, then wait for the list as long as for the answer. On fresh
+    # clones with both cores held by other programs the list twice stayed empty (in 2 of 4
+    # runs; once for the whole 300 s wait) after a 200 answer naming demo.ipynb; a failure
+    # says what every contents answer and the console said.
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    answers: list[str] = []
+    console: list[str] = []
+    page.on(
+        "response",
+        lambda r: answers.append(f"{r.status} {r.url}") if "/api/contents" in r.url else None,
+    )
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
     with page.expect_response(
         lambda r: "/voila/api/contents" in r.url, timeout=harness.RUN_ALL_S * 1000
     ) as listing:
@@ -76,7 +86,15 @@ def test_classroom_folder_page_is_offline(voila) -> None:
     response = listing.value
     body = response.text()
     assert response.status == 200 and "demo.ipynb" in body, f"{response.status}: {body[:300]}"
-    page.get_by_text("demo.ipynb").first.wait_for(state="visible", timeout=harness.RUN_ALL_S * 1000)
+    try:
+        page.get_by_text("demo.ipynb").first.wait_for(
+            state="visible", timeout=harness.RUN_ALL_S * 1000
+        )
+    except PlaywrightTimeout:
+        items = page.locator(".jp-DirListing-item").count()
+        pytest.fail(
+            f"listing answered but {items} items drawn; answers {answers}; console {console}"
+        )
     page.wait_for_load_state("networkidle")
 
     assert voila.log.off_machine() == [], "requests left 127.0.0.1"
